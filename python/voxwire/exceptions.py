@@ -1,0 +1,32 @@
+"""The exceptions voxwire raises.
+
+::
+
+    VoxwireError                 base of everything voxwire raises on purpose
+     ├── ConfigurationError      bad parameters given by the caller (also a ValueError)
+     │    └── HistoryError       a desired conversation history that cannot be reached
+     └── InvalidState            an operation that the current state does not allow
+
+Audio parameters that are wrong (an unsupported rate, a wrong dtype, an odd byte count) raise the
+built-in ``ValueError`` / ``TypeError`` straight from the Rust core, naming the bad value and what
+is allowed.
+"""
+
+from __future__ import annotations
+
+
+class VoxwireError(Exception):
+    """Base class of every exception voxwire raises on purpose."""
+
+
+class ConfigurationError(VoxwireError, ValueError):
+    """A parameter given by the caller cannot be used; the message says what is allowed."""
+
+
+class InvalidState(VoxwireError):
+    """The operation is not allowed in the current state; the message says what to do instead."""
+
+
+class HistoryError(ConfigurationError):
+    """The desired history cannot be reached with delete/create events; the message says which
+    item is the problem and what to use instead."""

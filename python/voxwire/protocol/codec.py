@@ -1,0 +1,267 @@
+"""JSON codec: text frames to typed events and back, with msgspec.
+
+Why msgspec: it decodes JSON straight into typed, immutable structs in one C pass — tagged
+unions dispatch on ``type`` by hash lookup, base64 audio is decoded to ``bytes`` in the same
+pass, unknown fields are skipped without building dicts — and it is typed for ``mypy --strict``,
+small, dependency-free and actively maintained. ``benches/test_bench_protocol.py`` measures it
+against validating the same JSON with the official pydantic types.
+
+Receiving never raises. A frame becomes, in this order of preference:
+
+1. the typed event (fast path: one ``Decoder.decode`` call);
+2. the typed event after repairing a known deviation (``"audio"`` / ``"text"`` content in
+   assistant items, which the GA docs examples and beta servers use for ``output_audio`` /
+   ``output_text``);
+3. :class:`~voxwire.protocol.server_events.UnknownServerEvent` for a ``type`` this SDK does not
+   know, keeping the raw mapping;
+4. :class:`~voxwire.protocol.server_events.ProtocolErrorEvent` naming what was wrong and where.
+
+Session objects are decoded as mappings first and normalised by
+:meth:`SessionConfig.from_wire <voxwire.protocol.config.SessionConfig.from_wire>`, which keeps the
+fields the SDK does not model (``object``, ``id``, ``expires_at`` …).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Final, Union, get_args
+
+import msgspec
+from msgspec import Struct
+
+from voxwire.exceptions import ConfigurationError
+from voxwire.protocol.client_events import CLIENT_EVENT_TYPES, ClientEvent, SessionUpdate
+from voxwire.protocol.config import SessionConfig
+from voxwire.protocol.server_events import (
+    SERVER_EVENT_TYPES,
+    ProtocolErrorEvent,
+    ReceivedEvent,
+    ServerEvent,
+    SessionCreated,
+    SessionUpdated,
+    UnknownServerEvent,
+)
+
+__all__ = [
+    "decode_client_event",
+    "decode_server_event",
+    "encode_event",
+    "parse_object",
+    "server_event_from_mapping",
+]
+
+#: Session fields only a server sets; a ``session.update`` must not echo them back (the GA
+#: ``session.update`` schema has no such fields and the server rejects unknown parameters).
+SERVER_ONLY_SESSION_FIELDS: Final = frozenset({"object", "id", "expires_at", "client_secret"})
+
+# Assistant content part types as the GA docs examples and beta servers spell them in items.
+_CONTENT_TYPE_REPAIRS: Final = {"audio": "output_audio", "text": "output_text"}
+
+
+class _SessionCreatedWire(Struct, tag_field="type", tag="session.created", kw_only=True):
+    event_id: str
+    session: dict[str, Any]
+
+
+class _SessionUpdatedWire(Struct, tag_field="type", tag="session.updated", kw_only=True):
+    event_id: str
+    session: dict[str, Any]
+
+
+class _SessionUpdateWire(
+    Struct, tag_field="type", tag="session.update", kw_only=True, omit_defaults=True
+):
+    session: dict[str, Any]
+    event_id: str | None = None
+
+
+
+def _union(types: tuple[type, ...]) -> Any:
+    # A runtime Union built from a tuple; msgspec reads it, type checkers see Any.
+    return Union[types]  # noqa: UP007
+
+
+_SERVER_DECODE_TYPES: Final = tuple(
+    cls for cls in get_args(ServerEvent) if cls not in (SessionCreated, SessionUpdated)
+) + (_SessionCreatedWire, _SessionUpdatedWire)
+_SERVER_UNION: Final = _union(_SERVER_DECODE_TYPES)
+_CLIENT_UNION: Final = _union(
+    tuple(cls for cls in get_args(ClientEvent) if cls is not SessionUpdate) + (_SessionUpdateWire,)
+)
+
+_server_decoder: Final = msgspec.json.Decoder(_SERVER_UNION)
+_client_decoder: Final = msgspec.json.Decoder(_CLIENT_UNION)
+_any_decoder: Final = msgspec.json.Decoder()
+_encoder: Final = msgspec.json.Encoder()
+
+_EXCERPT_CHARS: Final = 80
+
+
+# --- receiving ----------------------------------------------------------------------------------
+
+
+def decode_server_event(data: str | bytes) -> ReceivedEvent:
+    """Decode one GA server frame. Never raises (see the module docstring for what comes out)."""
+    try:
+        event = _server_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        return _decode_slowly(data, exc)
+    if isinstance(event, _SessionCreatedWire | _SessionUpdatedWire):
+        return _publish_session(event)
+    result: ServerEvent = event
+    return result
+
+
+def server_event_from_mapping(raw: Mapping[str, Any]) -> ReceivedEvent:
+    """Type a server event that is already a mapping (used for beta frames). Never raises."""
+    kind = raw.get("type")
+    if not isinstance(kind, str):
+        return ProtocolErrorEvent(
+            message=f"event has no string 'type' (got {kind!r})", raw=dict(raw)
+        )
+    if kind not in SERVER_EVENT_TYPES:
+        return UnknownServerEvent(type=kind, raw=dict(raw), event_id=_event_id(raw))
+    try:
+        event = msgspec.convert(raw, _SERVER_UNION)
+    except msgspec.ValidationError as exc:
+        repaired = _repaired(raw)
+        if repaired is None:
+            return _invalid(kind, raw, exc)
+        try:
+            event = msgspec.convert(repaired, _SERVER_UNION)
+        except msgspec.ValidationError as repaired_exc:
+            # Report what is still wrong once the known deviation is out of the way.
+            return _invalid(kind, raw, repaired_exc)
+    if isinstance(event, _SessionCreatedWire | _SessionUpdatedWire):
+        return _publish_session(event)
+    result: ServerEvent = event
+    return result
+
+
+def decode_client_event(data: str | bytes) -> ClientEvent | ProtocolErrorEvent:
+    """Decode one client frame (for the server side). Never raises."""
+    try:
+        event = _client_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raw = parse_object(data)
+        if isinstance(raw, ProtocolErrorEvent):
+            return raw
+        kind = raw.get("type")
+        if kind not in CLIENT_EVENT_TYPES:
+            return ProtocolErrorEvent(
+                message=f"unknown client event type {kind!r}: expected one of "
+                + ", ".join(sorted(CLIENT_EVENT_TYPES)),
+                event_type=kind if isinstance(kind, str) else None,
+                event_id=_event_id(raw),
+                raw=raw,
+            )
+        return _invalid(str(kind), raw, exc)
+    if isinstance(event, _SessionUpdateWire):
+        session = _session_or_error("session.update", event.event_id, event.session)
+        if isinstance(session, ProtocolErrorEvent):
+            return session
+        return SessionUpdate(event_id=event.event_id, session=session)
+    result: ClientEvent = event
+    return result
+
+
+def parse_object(data: str | bytes) -> dict[str, Any] | ProtocolErrorEvent:
+    """The frame as a plain JSON object, or a protocol error saying why it is not one."""
+    try:
+        raw = _any_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        return ProtocolErrorEvent(
+            message=f"frame is not valid JSON ({exc}): {text[:_EXCERPT_CHARS]!r}"
+        )
+    if not isinstance(raw, dict):
+        return ProtocolErrorEvent(
+            message=f"frame is JSON but not an object (got {type(raw).__name__}); "
+            "every Realtime event is a JSON object with a 'type'"
+        )
+    return raw
+
+
+def _decode_slowly(data: str | bytes, exc: msgspec.DecodeError) -> ReceivedEvent:
+    raw = parse_object(data)
+    if isinstance(raw, ProtocolErrorEvent):
+        return raw
+    return server_event_from_mapping(raw)
+
+
+def _event_id(raw: Mapping[str, Any]) -> str | None:
+    event_id = raw.get("event_id")
+    return event_id if isinstance(event_id, str) else None
+
+
+def _invalid(kind: str, raw: Mapping[str, Any], exc: Exception) -> ProtocolErrorEvent:
+    return ProtocolErrorEvent(
+        message=f"{kind} event is invalid: {exc}",
+        event_type=kind,
+        event_id=_event_id(raw),
+        raw=dict(raw),
+    )
+
+
+def _session_or_error(
+    kind: str, event_id: str | None, session: dict[str, Any]
+) -> SessionConfig | ProtocolErrorEvent:
+    try:
+        return SessionConfig.from_wire(session)
+    except ConfigurationError as exc:
+        raw = {"type": kind, "event_id": event_id, "session": session}
+        return _invalid(kind, raw, exc)
+
+
+def _publish_session(
+    wire: _SessionCreatedWire | _SessionUpdatedWire,
+) -> SessionCreated | SessionUpdated | ProtocolErrorEvent:
+    """The public session event, its session normalised into a :class:`SessionConfig`."""
+    is_created = isinstance(wire, _SessionCreatedWire)
+    session = _session_or_error(
+        "session.created" if is_created else "session.updated", wire.event_id, wire.session
+    )
+    if isinstance(session, ProtocolErrorEvent):
+        return session
+    if is_created:
+        return SessionCreated(event_id=wire.event_id, session=session)
+    return SessionUpdated(event_id=wire.event_id, session=session)
+
+
+def _repaired(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A copy of ``raw`` with assistant content types repaired, or ``None`` if none needed it."""
+    fixed = copy.deepcopy(dict(raw))
+    items: list[Any] = [fixed.get("item")]
+    response = fixed.get("response")
+    if isinstance(response, dict) and isinstance(response.get("output"), list):
+        items.extend(response["output"])
+    changed = False
+    for item in items:
+        if not (isinstance(item, dict) and item.get("role") == "assistant"):
+            continue
+        for part in item.get("content") or ():
+            if isinstance(part, dict) and part.get("type") in _CONTENT_TYPE_REPAIRS:
+                part["type"] = _CONTENT_TYPE_REPAIRS[part["type"]]
+                changed = True
+    return fixed if changed else None
+
+
+# --- sending ------------------------------------------------------------------------------------
+
+
+def encode_event(event: ClientEvent | ServerEvent) -> str:
+    """The JSON text frame of a client or server event (audio bytes become base64)."""
+    wire: Struct = event
+    if isinstance(event, SessionUpdate):
+        session = {
+            key: value
+            for key, value in event.session.to_wire().items()
+            if key not in SERVER_ONLY_SESSION_FIELDS
+        }
+        wire = _SessionUpdateWire(event_id=event.event_id, session=session)
+    elif isinstance(event, SessionCreated):
+        wire = _SessionCreatedWire(event_id=event.event_id, session=event.session.to_wire())
+    elif isinstance(event, SessionUpdated):
+        wire = _SessionUpdatedWire(event_id=event.event_id, session=event.session.to_wire())
+    return _encoder.encode(wire).decode()

@@ -1,0 +1,148 @@
+"""The conversation as the server holds it: items in server order, transcripts, truncations.
+
+Order comes from ``previous_item_id`` on ``conversation.item.added`` (GA: "the ID of the item
+that precedes this one, if any, used to maintain ordering when items are inserted"). ``None``
+means the item has no predecessor: it goes first. ``"root"`` — the client's word for "at the
+start" in ``conversation.item.create`` — is read the same way. A predecessor this state never
+saw (a deleted item, a session joined midway) puts the item at the end.
+
+Nothing here changes on the client's say-so: a ``conversation.item.create`` is remembered as
+pending until the server announces the item, a ``conversation.item.delete`` changes nothing
+until ``conversation.item.deleted``.
+"""
+
+from __future__ import annotations
+
+from voxwire.protocol.audio_ledger import SegmentKey
+from voxwire.protocol.items import Item
+
+__all__ = ["ROOT", "ConversationState"]
+
+#: ``previous_item_id`` value that puts an item at the start of the conversation.
+ROOT = "root"
+
+
+class ConversationState:
+    """Items in server order with their transcripts; updated by the protocol from server events."""
+
+    def __init__(self) -> None:
+        self._order: list[str] = []
+        self._items: dict[str, Item] = {}
+        self._response_of: dict[str, str] = {}
+        self._pending: dict[str, Item] = {}
+        self._deleted: set[str] = set()
+        self._transcripts: dict[SegmentKey, str] = {}
+        self._truncated_ms: dict[SegmentKey, int] = {}
+
+    # --- reading ----------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._items
+
+    @property
+    def item_ids(self) -> tuple[str, ...]:
+        """Ids in conversation order."""
+        return tuple(self._order)
+
+    def items(self) -> list[Item]:
+        """The items in conversation order, as the server last described them."""
+        return [self._items[item_id] for item_id in self._order]
+
+    def get(self, item_id: str) -> Item | None:
+        return self._items.get(item_id)
+
+    def response_of(self, item_id: str) -> str | None:
+        """The response that produced ``item_id``, if it came from one."""
+        return self._response_of.get(item_id)
+
+    def is_deleted(self, item_id: str) -> bool:
+        """The server confirmed this item's deletion."""
+        return item_id in self._deleted
+
+    @property
+    def pending_ids(self) -> tuple[str, ...]:
+        """Client-created items sent but not yet announced by the server."""
+        return tuple(self._pending)
+
+    def transcript(self, item_id: str, content_index: int = 0) -> str | None:
+        """What the model said (audio transcript or text) in one content part, so far.
+
+        ``None`` after a truncation: the server removes the transcript of truncated audio.
+        """
+        return self._transcripts.get((item_id, content_index))
+
+    def truncated_at_ms(self, item_id: str, content_index: int = 0) -> int | None:
+        """Where the server cut this part's audio, if it did."""
+        return self._truncated_ms.get((item_id, content_index))
+
+    # --- server events ----------------------------------------------------------------------------
+
+    def item_added(self, item: Item, previous_item_id: str | None) -> None:
+        """``conversation.item.added`` (or ``.created``): insert after its predecessor."""
+        item_id = item.id
+        if item_id is None:
+            return
+        self._pending.pop(item_id, None)
+        self._deleted.discard(item_id)
+        if item_id in self._items:
+            # Announced twice (added, then done): update in place, keep the position.
+            self._items[item_id] = item
+            return
+        self._items[item_id] = item
+        self._order.insert(self._position_after(previous_item_id), item_id)
+
+    def item_done(self, item: Item, previous_item_id: str | None) -> None:
+        """``conversation.item.done``: the item's final content."""
+        self.item_added(item, previous_item_id)
+
+    def output_item(self, item: Item, response_id: str) -> None:
+        """``response.output_item.added`` / ``.done``: remember the producing response and, for
+        an item already in the conversation, its newer content."""
+        if item.id is None:
+            return
+        self._response_of[item.id] = response_id
+        if item.id in self._items:
+            self._items[item.id] = item
+
+    def item_deleted(self, item_id: str) -> None:
+        self._pending.pop(item_id, None)
+        self._deleted.add(item_id)
+        if self._items.pop(item_id, None) is not None:
+            self._order.remove(item_id)
+        for key in [key for key in self._transcripts if key[0] == item_id]:
+            del self._transcripts[key]
+
+    def item_truncated(self, item_id: str, content_index: int, audio_end_ms: int) -> None:
+        key = (item_id, content_index)
+        self._truncated_ms[key] = audio_end_ms
+        self._transcripts.pop(key, None)
+
+    def transcript_delta(self, item_id: str, content_index: int, delta: str) -> None:
+        key = (item_id, content_index)
+        if key not in self._truncated_ms:
+            self._transcripts[key] = self._transcripts.get(key, "") + delta
+
+    def transcript_done(self, item_id: str, content_index: int, text: str) -> None:
+        key = (item_id, content_index)
+        if key not in self._truncated_ms:
+            self._transcripts[key] = text
+
+    # --- client events ----------------------------------------------------------------------------
+
+    def create_sent(self, item: Item) -> None:
+        """Remember a ``conversation.item.create`` until the server announces the item."""
+        if item.id is not None:
+            self._pending[item.id] = item
+
+    # --- helpers ----------------------------------------------------------------------------------
+
+    def _position_after(self, previous_item_id: str | None) -> int:
+        if previous_item_id is None or previous_item_id == ROOT:
+            return 0
+        try:
+            return self._order.index(previous_item_id) + 1
+        except ValueError:
+            return len(self._order)

@@ -1,0 +1,144 @@
+"""When may a ``response.create`` go out? The rules first, then the bookkeeping.
+
+The GA server runs one response at a time in a conversation: a ``response.create`` sent while
+one is in progress fails with ``conversation_already_has_active_response``. A response can also
+start without a request (server VAD with ``create_response: true``). The gate keeps the
+client's view of this:
+
+==============  =======================================  ==============
+state           trigger                                  next state
+==============  =======================================  ==============
+IDLE            client sends ``response.create``         REQUESTED
+IDLE            ``response.created`` (server-initiated)  ACTIVE
+REQUESTED       ``response.created``                     ACTIVE
+REQUESTED       ``error`` naming the create's event_id   IDLE
+ACTIVE          ``response.created`` (another one)       ACTIVE
+ACTIVE          ``response.done`` of the last one        IDLE
+==============  =======================================  ==============
+
+Every other (state, trigger) pair leaves the state unchanged: a ``response.done`` for a
+response the gate never saw start, or an error for some other event, does not open the gate.
+
+A create requested while the gate is not IDLE is held. Held requests coalesce — asking twice
+for the same response is one request — and the oldest is released when the gate becomes IDLE
+again (on ``response.done``, or on the error that names the create in flight).
+
+``response.created`` does not echo the client's ``event_id``, so the first one after a create
+is taken as its answer. If server VAD wins that race, the server rejects the create with an
+error naming its ``event_id``; the error reaches the application, which decides whether to ask
+again.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+from voxwire.protocol.client_events import ResponseCreateParams
+
+__all__ = ["GateState", "GateTrigger", "ResponseGate"]
+
+
+class GateState(enum.Enum):
+    IDLE = "idle"
+    """No response in progress and none requested: a ``response.create`` may go now."""
+    REQUESTED = "requested"
+    """A ``response.create`` is on its way; its ``response.created`` has not arrived."""
+    ACTIVE = "active"
+    """At least one response is in progress."""
+
+
+class GateTrigger(enum.Enum):
+    CREATE_SENT = "create_sent"
+    RESPONSE_CREATED = "response_created"
+    LAST_RESPONSE_DONE = "last_response_done"
+    CREATE_FAILED = "create_failed"
+
+
+IDLE, REQUESTED, ACTIVE = GateState.IDLE, GateState.REQUESTED, GateState.ACTIVE
+
+#: The transitions, as data. A pair not listed here leaves the state as it is.
+TRANSITIONS: Final[dict[tuple[GateState, GateTrigger], GateState]] = {
+    (IDLE, GateTrigger.CREATE_SENT): REQUESTED,
+    (IDLE, GateTrigger.RESPONSE_CREATED): ACTIVE,
+    (REQUESTED, GateTrigger.RESPONSE_CREATED): ACTIVE,
+    (REQUESTED, GateTrigger.CREATE_FAILED): IDLE,
+    (ACTIVE, GateTrigger.RESPONSE_CREATED): ACTIVE,
+    (ACTIVE, GateTrigger.LAST_RESPONSE_DONE): IDLE,
+}
+
+
+class ResponseGate:
+    """The gate's state, the responses in progress, the create in flight and the held requests.
+
+    Pure bookkeeping: it decides, the caller (``RealtimeProtocol``) sends.
+    """
+
+    def __init__(self) -> None:
+        self._state = IDLE
+        self._in_progress: list[str] = []
+        self._create_event_id: str | None = None
+        self._held: list[ResponseCreateParams | None] = []
+
+    @property
+    def state(self) -> GateState:
+        return self._state
+
+    @property
+    def in_progress(self) -> tuple[str, ...]:
+        """Ids of the responses in progress, oldest first."""
+        return tuple(self._in_progress)
+
+    @property
+    def create_event_id(self) -> str | None:
+        """``event_id`` of the ``response.create`` in flight, if any."""
+        return self._create_event_id
+
+    @property
+    def held(self) -> tuple[ResponseCreateParams | None, ...]:
+        """Requests waiting for the gate, oldest first."""
+        return tuple(self._held)
+
+    def _fire(self, trigger: GateTrigger) -> None:
+        self._state = TRANSITIONS.get((self._state, trigger), self._state)
+
+    def hold(self, params: ResponseCreateParams | None) -> None:
+        """Keep a request for later; an equal request already held absorbs it."""
+        if params not in self._held:
+            self._held.append(params)
+
+    def release(self) -> ResponseCreateParams | None | _Nothing:
+        """The oldest held request if the gate is IDLE, else :data:`NOTHING`."""
+        if self._state is not IDLE or not self._held:
+            return NOTHING
+        return self._held.pop(0)
+
+    def create_sent(self, event_id: str) -> None:
+        self._create_event_id = event_id
+        self._fire(GateTrigger.CREATE_SENT)
+
+    def response_created(self, response_id: str) -> None:
+        if response_id not in self._in_progress:
+            self._in_progress.append(response_id)
+        self._create_event_id = None
+        self._fire(GateTrigger.RESPONSE_CREATED)
+
+    def response_done(self, response_id: str) -> None:
+        if response_id not in self._in_progress:
+            return
+        self._in_progress.remove(response_id)
+        if not self._in_progress:
+            self._fire(GateTrigger.LAST_RESPONSE_DONE)
+
+    def error(self, event_id: str | None) -> None:
+        if event_id is not None and event_id == self._create_event_id:
+            self._create_event_id = None
+            self._fire(GateTrigger.CREATE_FAILED)
+
+
+class _Nothing(enum.Enum):
+    NOTHING = "nothing"
+
+
+#: Returned by :meth:`ResponseGate.release` when no request may go (``None`` is a request).
+NOTHING: Final = _Nothing.NOTHING

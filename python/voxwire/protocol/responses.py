@@ -1,0 +1,74 @@
+"""What the client knows about each response: status, output items, usage, interruption."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from voxwire.protocol.objects import Response, ResponseStatus, StatusDetails, Usage
+
+__all__ = ["ResponseRecord", "ResponseRecords"]
+
+
+@dataclass
+class ResponseRecord:
+    """One response, from ``response.created`` to ``response.done``."""
+
+    id: str
+    status: ResponseStatus | None = "in_progress"
+    output_item_ids: list[str] = field(default_factory=list)
+    status_details: StatusDetails | None = None
+    usage: Usage | None = None
+    cancel_sent: bool = False
+    """A ``response.cancel`` for it went out (it is sent at most once)."""
+    interrupted: bool = False
+    """The client interrupted it: later deltas of it are dropped, not handed out."""
+
+    @property
+    def in_progress(self) -> bool:
+        return self.status == "in_progress"
+
+
+class ResponseRecords:
+    """Responses by id, in the order they started."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, ResponseRecord] = {}
+
+    def get(self, response_id: str) -> ResponseRecord | None:
+        return self._records.get(response_id)
+
+    def all(self) -> list[ResponseRecord]:
+        return list(self._records.values())
+
+    def record(self, response_id: str) -> ResponseRecord:
+        """The record for ``response_id``, made if events about it arrive before its start."""
+        record = self._records.get(response_id)
+        if record is None:
+            record = self._records[response_id] = ResponseRecord(id=response_id)
+        return record
+
+    def created(self, response: Response, response_id: str) -> ResponseRecord:
+        record = self.record(response_id)
+        record.status = response.status or "in_progress"
+        return record
+
+    def output_item(self, response_id: str, item_id: str | None) -> None:
+        record = self.record(response_id)
+        if item_id is not None and item_id not in record.output_item_ids:
+            record.output_item_ids.append(item_id)
+
+    def done(self, response: Response, response_id: str) -> ResponseRecord:
+        record = self.record(response_id)
+        # A done response is over whatever its status says; "in_progress" here would be a
+        # server bug, and treating it as over keeps the gate from waiting forever.
+        record.status = response.status if response.status != "in_progress" else None
+        record.status_details = response.status_details
+        record.usage = response.usage
+        for item in response.output:
+            if item.id is not None and item.id not in record.output_item_ids:
+                record.output_item_ids.append(item.id)
+        return record
+
+    def is_interrupted(self, response_id: str) -> bool:
+        record = self._records.get(response_id)
+        return record is not None and record.interrupted

@@ -1,0 +1,894 @@
+//! Streaming PCM16 resampler: polyphase FIR, linear phase, f32 arithmetic.
+//!
+//! ## Design
+//!
+//! The ratio `out/in` is reduced to `L/M`. Conceptually the input is upsampled by `L` (zeros
+//! between samples), filtered by one long low-pass prototype `h` (a Kaiser-windowed sinc designed
+//! in f64, stored in f32) and every `M`-th sample kept. Output `n` is therefore
+//!
+//! ```text
+//! y[n] = sum_k h[p + k*L] * x[i - k],   i = floor(n*M / L),  p = n*M mod L
+//! ```
+//!
+//! a dot product of `taps` coefficients of phase `p` with the newest `taps` inputs up to `x[i]`.
+//! Rows are stored reversed so both operands are read forwards, and padded with zeros (on the
+//! oldest side, so the delay does not change) to a multiple of the SIMD width.
+//!
+//! ## Streaming guarantees
+//!
+//! * Output `n` is computed as soon as `x[i]` has arrived and never again, always with the same
+//!   arithmetic in the same order, so any chunking gives output bit-identical to one call.
+//! * Nothing is held back: after `I` inputs exactly `ceil(I * L / M)` outputs exist. The only
+//!   delay is the filter's group delay, [`Resampler::output_delay`] output samples.
+//! * [`Resampler::flush_into`] feeds virtual silence until every output sample whose centre lies
+//!   inside the signal has been produced, then resets the stream.
+//!
+//! ## Quality presets (`lower Nyquist` = half the lower of the two rates)
+//!
+//! | preset | passband edge | stopband edge | stopband attenuation |
+//! |--------|---------------|---------------|----------------------|
+//! | `Fast` | 0.85 x        | 1.15 x        | 100 dB               |
+//! | `Hq`   | 0.90 x        | 1.10 x        | 126 dB (design), >= 120 dB measured |
+//! | `Vhq`  | 0.90 x        | 1.00 x        | 126 dB (design), >= 120 dB measured |
+//!
+//! With `Hq` nothing aliases into the passband (0 .. 0.9 x lower Nyquist): an input tone can only
+//! fold into the transition band 0.9 .. 1.0 x, which lies above the passband. `Vhq` rejects
+//! everything above the lower Nyquist and so has twice the filter length and delay.
+//!
+//! ## Speed
+//!
+//! The per-output dot products run in a kernel compiled twice: portable, and with AVX2+FMA
+//! selected at run time on x86-64 (NEON is baseline on aarch64, so the portable kernel already
+//! vectorises there). The choice is made once at construction; a given machine always computes
+//! the same bits.
+
+use crate::error::{ConfigError, ProcessError};
+use crate::pcm::Pcm;
+
+/// Highest sample rate accepted, in Hz.
+pub const MAX_RATE_HZ: u32 = 768_000;
+/// Most polyphase filters a ratio may need (`L` after reduction). 11025 <-> 24000 needs 320.
+pub const MAX_PHASES: u64 = 4096;
+/// SIMD width the coefficient rows are padded to.
+const LANES: usize = 8;
+/// Ratios with at most this many phases vectorise across outputs (the lane layout).
+const LANE_LAYOUT_MAX_PHASES: usize = 16;
+/// Input samples converted to f32 per pass; the history buffer never grows beyond this.
+const BLOCK_SAMPLES: usize = 2048;
+
+/// Filter quality presets; see the module docs for the numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Quality {
+    /// Shorter filter, lower delay: 0.85 passband, 100 dB.
+    Fast,
+    /// Transparent for int16 (the default): 0.9 passband, >= 120 dB, nothing aliases into the passband.
+    Hq,
+    /// Like `Hq` but also rejects the transition band's aliases: twice the length and delay.
+    Vhq,
+}
+
+impl Quality {
+    /// Parse a preset name: `"fast"`, `"hq"` or `"vhq"`.
+    pub fn from_name(name: &str) -> Result<Self, ConfigError> {
+        match name {
+            "fast" => Ok(Quality::Fast),
+            "hq" => Ok(Quality::Hq),
+            "vhq" => Ok(Quality::Vhq),
+            other => Err(ConfigError::UnknownQuality { value: other.to_owned() }),
+        }
+    }
+
+    /// The preset's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Quality::Fast => "fast",
+            Quality::Hq => "hq",
+            Quality::Vhq => "vhq",
+        }
+    }
+
+    /// (passband edge, stopband edge) as fractions of the lower Nyquist, and attenuation in dB.
+    fn spec(self) -> (f64, f64, f64) {
+        match self {
+            Quality::Fast => (0.85, 1.15, 100.0),
+            Quality::Hq => (0.90, 1.10, 126.0),
+            Quality::Vhq => (0.90, 1.00, 126.0),
+        }
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// Zeroth-order modified Bessel function of the first kind (power series; converges fast for
+/// the Kaiser betas used here).
+fn bessel_i0(x: f64) -> f64 {
+    let q = x * x / 4.0;
+    let mut term = 1.0;
+    let mut sum = 1.0;
+    let mut k = 1.0;
+    while term > sum * 1e-17 {
+        term *= q / (k * k);
+        sum += term;
+        k += 1.0;
+    }
+    sum
+}
+
+/// The polyphase coefficient table for `L/M` at the given preset.
+struct Design {
+    taps: usize,
+    padded: usize,
+    /// `L` rows of `padded` coefficients, each reversed (newest input last), zero-padded in front.
+    rows: Vec<f32>,
+    /// Group delay in output samples.
+    delay_out: f64,
+}
+
+fn design(in_rate_hz: u32, out_rate_hz: u32, l: usize, m: usize, quality: Quality) -> Design {
+    let (pass, stop, atten_db) = quality.spec();
+    let nyq_low = f64::from(in_rate_hz.min(out_rate_hz)) / 2.0;
+    let transition_hz = (stop - pass) * nyq_low;
+    let cutoff_hz = (pass + stop) / 2.0 * nyq_low;
+    // Kaiser's estimates (Oppenheim & Schafer, 3rd ed., eq. 7.62-7.63) for length and beta.
+    let beta = 0.1102 * (atten_db - 8.7);
+    let taps = ((atten_db - 7.95) / (14.36 * transition_hz / f64::from(in_rate_hz))).ceil() as usize;
+    let taps = taps.max(2);
+    let slots = taps * l;
+    // An odd length puts the centre on a prototype sample. When the cutoff is fs_proto / (2L')
+    // (2:1 and 3:1 conversions), the sinc's zeros then land exactly on whole phases, which the
+    // lane layout skips: one phase becomes a pure delay.
+    let n = if slots % 2 == 0 { slots - 1 } else { slots };
+    let fs_proto = f64::from(in_rate_hz) * l as f64;
+    let wc = 2.0 * cutoff_hz / fs_proto; // normalised so that sinc(wc * t) has its first zero at 1/wc
+    let centre = (n - 1) as f64 / 2.0;
+    let i0_beta = bessel_i0(beta);
+    let mut proto = vec![0f64; slots];
+    for (j, c) in proto.iter_mut().enumerate().take(n) {
+        let t = j as f64 - centre;
+        let x = wc * t;
+        let sinc = if t == 0.0 {
+            1.0
+        } else if (x - x.round()).abs() < 1e-9 {
+            0.0 // an exact zero crossing; keep it exact so whole zero phases can be skipped
+        } else {
+            (std::f64::consts::PI * x).sin() / (std::f64::consts::PI * x)
+        };
+        let r = t / centre.max(0.5);
+        let w = bessel_i0(beta * (1.0 - r * r).max(0.0).sqrt()) / i0_beta;
+        // Gain L restores the level lost to the zeros inserted by upsampling.
+        *c = wc * sinc * w * l as f64;
+    }
+    let padded = taps.div_ceil(LANES) * LANES;
+    let mut rows = vec![0f32; l * padded];
+    for p in 0..l {
+        let row = &mut rows[p * padded..(p + 1) * padded];
+        for k in 0..taps {
+            // Row position padded-1 multiplies the newest input x[i], i.e. tap k = 0.
+            row[padded - 1 - k] = proto[p + k * l] as f32;
+        }
+    }
+    Design { taps, padded, rows, delay_out: (n - 1) as f64 / (2.0 * m as f64) }
+}
+
+/// One run of a phase's coefficients for the lane layout: taps `k = u + (t0 + t) * M` for
+/// `t in 0..len`, whose inputs all lie in one de-interleaved stream.
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    /// `k mod M` of the run.
+    u: usize,
+    /// First `t` (exact zero coefficients at either end are skipped).
+    t0: usize,
+    len: usize,
+    /// Offset of the run's first coefficient in `lane_rows`.
+    coef: usize,
+}
+
+/// Reorder each phase's row for the lane layout: taps `k` (oldest input first) grouped by
+/// `k mod M`, exact zeros trimmed from both ends of each group. Returns the coefficients, the
+/// segments, and per phase the range of its segments.
+fn lane_order(d: &Design, l: usize, m: usize) -> (Vec<f32>, Vec<Segment>, Vec<(usize, usize)>) {
+    let taps = d.taps;
+    let mut coefs = Vec::with_capacity(l * taps);
+    let mut segs = Vec::new();
+    let mut ranges = Vec::with_capacity(l);
+    for p in 0..l {
+        let row = &d.rows[p * d.padded + d.padded - taps..(p + 1) * d.padded];
+        let first = segs.len();
+        for u in 0..m.min(taps) {
+            let run: Vec<f32> = row.iter().skip(u).step_by(m).copied().collect();
+            let Some(t0) = run.iter().position(|&c| c != 0.0) else { continue };
+            let end = run.iter().rposition(|&c| c != 0.0).map_or(t0, |e| e + 1);
+            segs.push(Segment { u, t0, len: end - t0, coef: coefs.len() });
+            coefs.extend_from_slice(&run[t0..end]);
+        }
+        ranges.push((first, segs.len()));
+    }
+    (coefs, segs, ranges)
+}
+
+/// A streaming mono PCM16 resampler. See the module docs.
+#[derive(Clone)]
+pub struct Resampler {
+    in_rate_hz: u32,
+    out_rate_hz: u32,
+    quality: Quality,
+    l: usize,
+    m: usize,
+    taps: usize,
+    padded: usize,
+    rows: Vec<f32>,
+    delay_out: f64,
+    /// Input history as f32: `padded - 1` samples of history then up to `BLOCK_SAMPLES` new ones.
+    buf: Vec<f32>,
+    /// Valid samples in `buf`.
+    filled: usize,
+    /// Samples `buf` may hold (it is longer by `SLACK`).
+    capacity: usize,
+    /// De-interleaved copy of `buf` for the lane layout when `M > 1`.
+    streams: Vec<f32>,
+    /// Length of one stream in `streams`.
+    stream_stride: usize,
+    /// Lane layout: each phase's coefficients (oldest input first) grouped by tap index mod
+    /// `M`, so one run reads one de-interleaved stream; see [`lane_order`].
+    lane_rows: Vec<f32>,
+    segments: Vec<Segment>,
+    /// Per phase, its range in `segments`.
+    phase_segments: Vec<(usize, usize)>,
+    /// Index in `buf` of the newest input the next output needs.
+    next_idx: usize,
+    /// Phase (row) of the next output.
+    phase: usize,
+    /// Real input samples consumed since the stream began (for flush).
+    consumed: u64,
+    /// Outputs produced since the stream began (for flush).
+    produced: u64,
+    simd: Kernel,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kernel {
+    Portable,
+    #[cfg(target_arch = "x86_64")]
+    Avx2Fma,
+}
+
+impl Kernel {
+    fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                return Kernel::Avx2Fma;
+            }
+        }
+        Kernel::Portable
+    }
+}
+
+impl std::fmt::Debug for Resampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resampler")
+            .field("in_rate_hz", &self.in_rate_hz)
+            .field("out_rate_hz", &self.out_rate_hz)
+            .field("quality", &self.quality)
+            .field("taps_per_phase", &self.taps)
+            .field("phases", &self.l)
+            .finish()
+    }
+}
+
+impl Resampler {
+    /// A resampler from `in_rate_hz` to `out_rate_hz` at the given quality.
+    ///
+    /// Fails if a rate is 0 or above [`MAX_RATE_HZ`], or if the reduced ratio needs more than
+    /// [`MAX_PHASES`] filter phases.
+    pub fn new(in_rate_hz: u32, out_rate_hz: u32, quality: Quality) -> Result<Self, ConfigError> {
+        for (name, value) in [("in_rate_hz", in_rate_hz), ("out_rate_hz", out_rate_hz)] {
+            if value == 0 || value > MAX_RATE_HZ {
+                return Err(ConfigError::InvalidRate { name, value: i64::from(value) });
+            }
+        }
+        let g = gcd(u64::from(in_rate_hz), u64::from(out_rate_hz));
+        let l = u64::from(out_rate_hz) / g;
+        let m = u64::from(in_rate_hz) / g;
+        if l > MAX_PHASES {
+            return Err(ConfigError::RatioTooComplex {
+                in_rate_hz,
+                out_rate_hz,
+                phases: l,
+                max_phases: MAX_PHASES,
+            });
+        }
+        let (l, m) = (l as usize, m as usize);
+        let d = design(in_rate_hz, out_rate_hz, l, m, quality);
+        let (lane_rows, segments, phase_segments) = if l <= LANE_LAYOUT_MAX_PHASES {
+            lane_order(&d, l, m)
+        } else {
+            (Vec::new(), Vec::new(), Vec::new())
+        };
+        let mut r = Resampler {
+            in_rate_hz,
+            out_rate_hz,
+            quality,
+            l,
+            m,
+            taps: d.taps,
+            padded: d.padded,
+            rows: d.rows,
+            delay_out: d.delay_out,
+            buf: vec![0f32; d.padded - 1 + BLOCK_SAMPLES + SLACK],
+            capacity: d.padded - 1 + BLOCK_SAMPLES,
+            stream_stride: if m > 1 { (d.padded - 1 + BLOCK_SAMPLES).div_ceil(m) + SLACK } else { 0 },
+            streams: if l <= LANE_LAYOUT_MAX_PHASES && m > 1 {
+                vec![0f32; m * ((d.padded - 1 + BLOCK_SAMPLES).div_ceil(m) + SLACK)]
+            } else {
+                Vec::new()
+            },
+            filled: 0,
+            next_idx: 0,
+            phase: 0,
+            consumed: 0,
+            produced: 0,
+            lane_rows,
+            segments,
+            phase_segments,
+            simd: Kernel::detect(),
+        };
+        r.reset();
+        Ok(r)
+    }
+
+    /// Input rate in Hz.
+    pub fn in_rate_hz(&self) -> u32 {
+        self.in_rate_hz
+    }
+
+    /// Output rate in Hz.
+    pub fn out_rate_hz(&self) -> u32 {
+        self.out_rate_hz
+    }
+
+    /// The quality preset.
+    pub fn quality(&self) -> Quality {
+        self.quality
+    }
+
+    /// The reduced ratio `(L, M)`: `out/in = L/M`.
+    pub fn ratio(&self) -> (usize, usize) {
+        (self.l, self.m)
+    }
+
+    /// Filter taps per output sample (per polyphase row, before SIMD padding).
+    pub fn taps_per_phase(&self) -> usize {
+        self.taps
+    }
+
+    /// Constant delay of the output relative to the input, in output samples (may be
+    /// fractional: the filter centre need not fall on an output sample).
+    pub fn output_delay(&self) -> f64 {
+        self.delay_out
+    }
+
+    /// Forget all input: the next call starts a new stream.
+    pub fn reset(&mut self) {
+        let hist = self.padded - 1;
+        self.buf[..hist].fill(0.0);
+        self.filled = hist;
+        self.next_idx = hist;
+        self.phase = 0;
+        self.consumed = 0;
+        self.produced = 0;
+    }
+
+    /// Exactly how many samples [`Resampler::process_into`] produces for `input_len` more inputs.
+    pub fn output_len(&self, input_len: usize) -> usize {
+        self.outputs_available(self.filled as u64 + input_len as u64)
+    }
+
+    /// Outputs computable once `buf` holds `filled` samples (may exceed the buffer: a count).
+    fn outputs_available(&self, filled: u64) -> usize {
+        let next = self.next_idx as u64;
+        if filled <= next {
+            return 0;
+        }
+        // Output k (k = 0, 1, ...) needs index next + floor((phase + k*M) / L) < filled.
+        let r = filled - 1 - next;
+        let (l, m) = (self.l as u64, self.m as u64);
+        let span = l * (r + 1) - 1 - self.phase as u64;
+        (span / m + 1) as usize
+    }
+
+    /// Resample `input`, writing exactly `output_len(input.len())` samples to the front of
+    /// `output` and returning that count. Fails, consuming nothing, if `output` is too short.
+    pub fn process_into(&mut self, input: Pcm<'_>, output: &mut [i16]) -> Result<usize, ProcessError> {
+        let needed = self.output_len(input.len());
+        if output.len() < needed {
+            return Err(ProcessError::OutputTooSmall { needed, given: output.len() });
+        }
+        let mut written = 0;
+        let mut pos = 0;
+        let total = input.len();
+        while pos < total {
+            let room = self.capacity - self.filled;
+            let take = room.min(total - pos);
+            input.to_f32(pos, &mut self.buf[self.filled..self.filled + take]);
+            self.filled += take;
+            pos += take;
+            written += self.produce(&mut output[written..]);
+            self.compact();
+        }
+        self.consumed += total as u64;
+        self.produced += written as u64;
+        debug_assert_eq!(written, needed);
+        Ok(written)
+    }
+
+    /// Convenience: resample `input` into a new vector.
+    pub fn process(&mut self, input: &[i16]) -> Vec<i16> {
+        let mut out = vec![0i16; self.output_len(input.len())];
+        let n = self.process_into(Pcm::Samples(input), &mut out).expect("sized by output_len");
+        out.truncate(n);
+        out
+    }
+
+    /// How many samples [`Resampler::flush_into`] produces now.
+    pub fn flush_len(&self) -> usize {
+        let total = (self.consumed as f64 * self.l as f64 / self.m as f64 + self.delay_out).ceil() as u64;
+        total.saturating_sub(self.produced) as usize
+    }
+
+    /// Drain the filter: produce the outputs still owed for the input seen so far (as if
+    /// silence followed), then [`reset`](Resampler::reset). Returns the count written.
+    pub fn flush_into(&mut self, output: &mut [i16]) -> Result<usize, ProcessError> {
+        let needed = self.flush_len();
+        if output.len() < needed {
+            return Err(ProcessError::OutputTooSmall { needed, given: output.len() });
+        }
+        let mut written = 0;
+        while written < needed {
+            let room = self.capacity - self.filled;
+            self.buf[self.filled..self.capacity].fill(0.0);
+            self.filled += room;
+            // Produce into a window limited to what is owed, so flush stops exactly there.
+            written += self.produce(&mut output[written..needed]);
+            self.compact();
+        }
+        self.reset();
+        Ok(written)
+    }
+
+    /// Convenience: flush into a new vector.
+    pub fn flush(&mut self) -> Vec<i16> {
+        let mut out = vec![0i16; self.flush_len()];
+        let n = self.flush_into(&mut out).expect("sized by flush_len");
+        out.truncate(n);
+        out
+    }
+
+    /// Compute every output the buffer determines (at most `out.len()`), advancing the phase.
+    fn produce(&mut self, out: &mut [i16]) -> usize {
+        let lanes = self.l <= LANE_LAYOUT_MAX_PHASES;
+        if lanes && self.m > 1 {
+            deinterleave(&self.buf, self.filled, self.m, self.stream_stride, &mut self.streams);
+        }
+        let mut st = State { next_idx: self.next_idx, phase: self.phase };
+        let args = Args {
+            rows: &self.rows,
+            lane_rows: &self.lane_rows,
+            segments: &self.segments,
+            phase_segments: &self.phase_segments,
+            padded: self.padded,
+            taps: self.taps,
+            buf: &self.buf,
+            streams: &self.streams,
+            stride: self.stream_stride,
+            filled: self.filled,
+            l: self.l,
+            m: self.m,
+            lanes,
+        };
+        let n = match self.simd {
+            Kernel::Portable => produce_portable(&args, &mut st, out),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Kernel::Avx2Fma` is only chosen after run-time detection of AVX2 and FMA.
+            Kernel::Avx2Fma => unsafe { produce_avx2(&args, &mut st, out) },
+        };
+        self.next_idx = st.next_idx;
+        self.phase = st.phase;
+        n
+    }
+
+    /// Drop history no longer needed, keeping `padded - 1` samples before the next output's window.
+    fn compact(&mut self) {
+        let keep_from = (self.next_idx + 1).saturating_sub(self.padded);
+        if keep_from == 0 {
+            return;
+        }
+        let keep_from = keep_from.min(self.filled);
+        self.buf.copy_within(keep_from..self.filled, 0);
+        self.filled -= keep_from;
+        self.next_idx -= keep_from;
+    }
+}
+
+struct State {
+    next_idx: usize,
+    phase: usize,
+}
+
+/// Everything a kernel reads. `buf` (and `streams`) extend [`SLACK`] samples past the valid
+/// data; only lanes whose results are discarded read there.
+struct Args<'a> {
+    rows: &'a [f32],
+    lane_rows: &'a [f32],
+    segments: &'a [Segment],
+    phase_segments: &'a [(usize, usize)],
+    padded: usize,
+    taps: usize,
+    buf: &'a [f32],
+    streams: &'a [f32],
+    stride: usize,
+    filled: usize,
+    l: usize,
+    m: usize,
+    lanes: bool,
+}
+
+/// Slack after the history buffer and after each de-interleaved stream, in samples.
+const SLACK: usize = 2 * LANES;
+
+/// Round to nearest (ties to even) and saturate to i16.
+#[inline(always)]
+fn to_i16(y: f32) -> i16 {
+    // Adding and removing 1.5 * 2^23 leaves an integer in f32's default rounding mode; the clamp
+    // first keeps it inside the range where that trick is exact.
+    const MAGIC: f32 = 12_582_912.0;
+    let c = y.clamp(-32768.0, 32767.0);
+    ((c + MAGIC) - MAGIC) as i16
+}
+
+/// Eight f32 lanes: the one piece of the kernels that differs per instruction set.
+mod simd {
+    /// # Safety
+    /// `load` reads 8 floats at `p`; the caller guarantees they are in bounds. The AVX2
+    /// implementation may only be used after run-time detection of AVX2 and FMA.
+    pub(super) trait F32x8: Copy {
+        unsafe fn zero() -> Self;
+        unsafe fn splat(v: f32) -> Self;
+        unsafe fn load(p: *const f32) -> Self;
+        /// `self * b + c`, fused where the instruction set has it.
+        unsafe fn mul_add(self, b: Self, c: Self) -> Self;
+        unsafe fn to_array(self) -> [f32; 8];
+    }
+
+    /// Plain Rust; with `FMA` it uses `f32::mul_add` (one rounding), for targets where that is
+    /// an instruction (aarch64).
+    #[derive(Clone, Copy)]
+    pub(super) struct Portable<const FMA: bool>([f32; 8]);
+
+    impl<const FMA: bool> F32x8 for Portable<FMA> {
+        #[inline(always)]
+        unsafe fn zero() -> Self {
+            Portable([0.0; 8])
+        }
+        #[inline(always)]
+        unsafe fn splat(v: f32) -> Self {
+            Portable([v; 8])
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            // SAFETY: the caller guarantees 8 readable floats at `p` (trait contract).
+            Portable(unsafe { p.cast::<[f32; 8]>().read_unaligned() })
+        }
+        #[inline(always)]
+        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
+            let mut r = [0f32; 8];
+            for j in 0..8 {
+                r[j] = if FMA { self.0[j].mul_add(b.0[j], c.0[j]) } else { self.0[j] * b.0[j] + c.0[j] };
+            }
+            Portable(r)
+        }
+        #[inline(always)]
+        unsafe fn to_array(self) -> [f32; 8] {
+            self.0
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    pub(super) use avx2::Avx2;
+
+    #[cfg(target_arch = "x86_64")]
+    mod avx2 {
+        use std::arch::x86_64::*;
+
+        #[derive(Clone, Copy)]
+        pub(in super::super) struct Avx2(__m256);
+
+        impl super::F32x8 for Avx2 {
+            #[inline(always)]
+            unsafe fn zero() -> Self {
+                // SAFETY: AVX is present (trait contract: used only after detection).
+                Avx2(unsafe { _mm256_setzero_ps() })
+            }
+            #[inline(always)]
+            unsafe fn splat(v: f32) -> Self {
+                // SAFETY: as above.
+                Avx2(unsafe { _mm256_set1_ps(v) })
+            }
+            #[inline(always)]
+            unsafe fn load(p: *const f32) -> Self {
+                // SAFETY: 8 floats readable at `p` and AVX present (trait contract).
+                Avx2(unsafe { _mm256_loadu_ps(p) })
+            }
+            #[inline(always)]
+            unsafe fn mul_add(self, b: Self, c: Self) -> Self {
+                // SAFETY: FMA present (trait contract).
+                Avx2(unsafe { _mm256_fmadd_ps(self.0, b.0, c.0) })
+            }
+            #[inline(always)]
+            unsafe fn to_array(self) -> [f32; 8] {
+                let mut r = [0f32; 8];
+                // SAFETY: `r` has room for 8 floats; AVX present.
+                unsafe { _mm256_storeu_ps(r.as_mut_ptr(), self.0) };
+                r
+            }
+        }
+    }
+}
+
+use simd::F32x8;
+
+/// Outputs processed together, so that several FMA dependency chains are in flight.
+const GROUP: usize = 4;
+
+/// Number of outputs computable from `a.buf[..a.filled]`, capped at `cap`.
+#[inline(always)]
+fn available(a: &Args<'_>, st: &State, cap: usize) -> usize {
+    if a.filled <= st.next_idx {
+        return 0;
+    }
+    let r = (a.filled - 1 - st.next_idx) as u64;
+    let (l, m) = (a.l as u64, a.m as u64);
+    let n = ((l * (r + 1) - 1 - st.phase as u64) / m + 1) as usize;
+    n.min(cap)
+}
+
+/// Phase and newest input index of output `n` counted from the state.
+#[inline(always)]
+fn locate(a: &Args<'_>, st: &State, n: usize) -> (usize, usize) {
+    let t = st.phase as u64 + n as u64 * a.m as u64;
+    ((t % a.l as u64) as usize, st.next_idx + (t / a.l as u64) as usize)
+}
+
+/// Dot layout (many phases): each output is one dot product over its padded row, `GROUP`
+/// outputs at a time. Every output gets the same arithmetic whatever its neighbours, which is
+/// what makes chunking invisible.
+#[inline(always)]
+unsafe fn dot_groups<V: F32x8>(a: &Args<'_>, st: &State, count: usize, out: &mut [i16]) {
+    let padded = a.padded;
+    let mut n = 0;
+    while n < count {
+        let mut rows = [std::ptr::null::<f32>(); GROUP];
+        let mut wins = [std::ptr::null::<f32>(); GROUP];
+        for g in 0..GROUP {
+            // Past the end, repeat the last real output; its duplicate is computed and dropped.
+            let (p, idx) = locate(a, st, (n + g).min(count - 1));
+            assert!(idx < a.filled && (p + 1) * padded <= a.rows.len());
+            rows[g] = a.rows[p * padded..].as_ptr();
+            wins[g] = a.buf[idx + 1 - padded..].as_ptr();
+        }
+        // SAFETY: F32x8 contract holds (see the dispatch in `produce`).
+        let mut acc = [unsafe { V::zero() }; GROUP];
+        let mut k = 0;
+        while k < padded {
+            for g in 0..GROUP {
+                // SAFETY: row g has `padded` floats from rows[g]; the window has `padded` floats
+                // ending at x[idx] < filled (asserted above); k + 8 <= padded.
+                acc[g] = unsafe { V::load(rows[g].add(k)).mul_add(V::load(wins[g].add(k)), acc[g]) };
+            }
+            k += LANES;
+        }
+        for g in 0..GROUP.min(count - n) {
+            // SAFETY: F32x8 contract.
+            let mut v = unsafe { acc[g].to_array() };
+            // Fixed-order pairwise reduction.
+            let mut w = LANES / 2;
+            while w > 0 {
+                for j in 0..w {
+                    v[j] += v[j + w];
+                }
+                w /= 2;
+            }
+            out[n + g] = to_i16(v[0]);
+        }
+        n += GROUP;
+    }
+}
+
+/// Lane layout (few phases): a vector holds outputs `n, n+L, ..., n+7L`, which share a phase
+/// and whose windows start `M` inputs apart. Each lane sums its taps in one fixed order, so an
+/// output's bits do not depend on which vector or which call computed it.
+///
+/// Reads go through `streams`, the input de-interleaved by `M` (stream `r`, position `q` holds
+/// input `q*M + r`; for `M = 1` the history itself), so that the 8 lanes of one tap are
+/// contiguous. Taps are visited in runs of equal `k mod M` (see [`lane_order`]), so the inner
+/// loop walks one stream. Vectors are batched `GROUP` at a time within one phase, so a batch
+/// shares its runs — and a phase that is a pure delay costs one tap.
+#[inline(always)]
+unsafe fn lane_groups<V: F32x8>(a: &Args<'_>, st: &State, count: usize, out: &mut [i16]) {
+    let (l, m, taps) = (a.l, a.m, a.taps);
+    let block = LANES * l;
+    let base = if m == 1 { a.buf.as_ptr() } else { a.streams.as_ptr() };
+    for slot in 0..l.min(count) {
+        // Vectors of this slot start at outputs slot, slot + 8L, slot + 16L, ...
+        let vectors = (count - slot).div_ceil(block);
+        let (p, _) = locate(a, st, slot);
+        let (s0, s1) = a.phase_segments[p];
+        let segs = &a.segments[s0..s1];
+        let mut vi = 0;
+        while vi < vectors {
+            let mut pos = [0usize; GROUP];
+            for (g, pg) in pos.iter_mut().enumerate() {
+                // Past the last vector, repeat it; the duplicate is computed and dropped.
+                let (_, idx) = locate(a, st, slot + (vi + g).min(vectors - 1) * block);
+                *pg = idx + 1 - taps; // oldest input of lane 0's window
+                // Lane 0 is a real output, so its window ends inside the valid data; lanes 1..8
+                // reach at most 7 positions further in their stream, inside the slack.
+                if m == 1 {
+                    assert!(idx + LANES <= a.buf.len());
+                } else {
+                    assert!(idx / m + LANES < a.stride && m * a.stride <= a.streams.len());
+                }
+            }
+            // SAFETY: F32x8 contract (dispatch in `produce`).
+            let mut acc = [unsafe { V::zero() }; GROUP];
+            for seg in segs {
+                let mut ptr = [std::ptr::null::<f32>(); GROUP];
+                for g in 0..GROUP {
+                    let q = pos[g] + seg.u;
+                    // SAFETY: stream (q % m), position q / m + t0 lies inside `streams`, or for
+                    // m == 1 inside `buf` (asserted above: the window of lane 0 is in bounds).
+                    ptr[g] = unsafe { base.add((q % m) * a.stride + q / m + seg.t0) };
+                }
+                let c = &a.lane_rows[seg.coef..seg.coef + seg.len];
+                for (t, &ct) in c.iter().enumerate() {
+                    // SAFETY: F32x8 contract.
+                    let cv = unsafe { V::splat(ct) };
+                    for g in 0..GROUP {
+                        // SAFETY: lanes read stream positions q/m + t0 + t .. + 8, inside the
+                        // stream by the assertions above.
+                        acc[g] = unsafe { cv.mul_add(V::load(ptr[g].add(t)), acc[g]) };
+                    }
+                }
+            }
+            for g in 0..GROUP.min(vectors - vi) {
+                let n0 = slot + (vi + g) * block;
+                // SAFETY: F32x8 contract.
+                let v = unsafe { acc[g].to_array() };
+                for (j, &y) in v.iter().enumerate().take((count - n0).div_ceil(l).min(LANES)) {
+                    out[n0 + j * l] = to_i16(y);
+                }
+            }
+            vi += GROUP;
+        }
+    }
+}
+
+#[inline(always)]
+unsafe fn produce_with<V: F32x8>(a: &Args<'_>, st: &mut State, out: &mut [i16]) -> usize {
+    let count = available(a, st, out.len());
+    if count > 0 {
+        if a.lanes {
+            // SAFETY: forwarded F32x8 contract.
+            unsafe { lane_groups::<V>(a, st, count, out) };
+        } else {
+            // SAFETY: forwarded F32x8 contract.
+            unsafe { dot_groups::<V>(a, st, count, out) };
+        }
+        let (p, idx) = locate(a, st, count);
+        st.phase = p;
+        st.next_idx = idx;
+    }
+    count
+}
+
+fn produce_portable(a: &Args<'_>, st: &mut State, out: &mut [i16]) -> usize {
+    // aarch64 has fused multiply-add in its baseline, so use it there.
+    // SAFETY: the portable lanes need no CPU feature; bounds are checked inside.
+    unsafe { produce_with::<simd::Portable<{ cfg!(target_arch = "aarch64") }>>(a, st, out) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn produce_avx2(a: &Args<'_>, st: &mut State, out: &mut [i16]) -> usize {
+    // SAFETY: this function is only called after run-time detection of AVX2 and FMA.
+    unsafe { produce_with::<simd::Avx2>(a, st, out) }
+}
+
+/// Fill the de-interleaved streams (lane layout, `M > 1`) from `buf[..filled]`.
+fn deinterleave(buf: &[f32], filled: usize, m: usize, stride: usize, streams: &mut [f32]) {
+    // One pass over the input in whole frames of M; monomorphised for the common M so the
+    // scatter unrolls.
+    fn frames<const M: usize>(buf: &[f32], stride: usize, streams: &mut [f32]) {
+        for (q, f) in buf.chunks_exact(M).enumerate() {
+            for r in 0..M {
+                streams[r * stride + q] = f[r];
+            }
+        }
+    }
+    let whole = filled / m * m;
+    match m {
+        2 => frames::<2>(&buf[..whole], stride, streams),
+        3 => frames::<3>(&buf[..whole], stride, streams),
+        _ => {
+            for (q, f) in buf[..whole].chunks_exact(m).enumerate() {
+                for (r, &v) in f.iter().enumerate() {
+                    streams[r * stride + q] = v;
+                }
+            }
+        }
+    }
+    for (r, &v) in buf[whole..filled].iter().enumerate() {
+        streams[r * stride + whole / m] = v;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratio_reduction() {
+        let r = Resampler::new(44_100, 24_000, Quality::Hq).unwrap();
+        assert_eq!(r.ratio(), (80, 147));
+        let r = Resampler::new(8_000, 24_000, Quality::Hq).unwrap();
+        assert_eq!(r.ratio(), (3, 1));
+    }
+
+    #[test]
+    fn rejects_bad_rates() {
+        assert!(matches!(Resampler::new(0, 24_000, Quality::Hq), Err(ConfigError::InvalidRate { name: "in_rate_hz", .. })));
+        assert!(matches!(
+            Resampler::new(24_000, 999_999, Quality::Hq),
+            Err(ConfigError::InvalidRate { name: "out_rate_hz", .. })
+        ));
+        assert!(matches!(Resampler::new(7_919, 24_001, Quality::Hq), Err(ConfigError::RatioTooComplex { .. })));
+        assert!(Quality::from_name("best").is_err());
+    }
+
+    #[test]
+    fn bessel_matches_known_values() {
+        // I0(1) = 1.2660658777520082, I0(10) = 2815.716628466254 (Abramowitz & Stegun, table 9.8).
+        assert!((bessel_i0(1.0) - 1.266_065_877_752_008_2).abs() < 1e-14);
+        assert!((bessel_i0(10.0) / 2_815.716_628_466_254 - 1.0).abs() < 1e-13);
+    }
+
+    #[test]
+    fn output_len_is_exact_and_unbunched() {
+        for (a, b) in [(48_000, 24_000), (44_100, 24_000), (8_000, 24_000), (24_000, 16_000)] {
+            let mut r = Resampler::new(a, b, Quality::Hq).unwrap();
+            let mut total_in = 0u64;
+            let mut total_out = 0u64;
+            for chunk in [1usize, 7, 160, 441, 4096, 3] {
+                let out = r.process(&vec![100i16; chunk]);
+                total_in += chunk as u64;
+                total_out += out.len() as u64;
+                let expect = (total_in * u64::from(b)).div_ceil(u64::from(a));
+                assert_eq!(total_out, expect, "{a}->{b} after {total_in} inputs");
+            }
+        }
+    }
+
+    #[test]
+    fn output_too_small_consumes_nothing() {
+        let mut r = Resampler::new(16_000, 24_000, Quality::Hq).unwrap();
+        let mut out = [0i16; 2];
+        let err = r.process_into(Pcm::Samples(&[1i16; 10]), &mut out).unwrap_err();
+        assert_eq!(err, ProcessError::OutputTooSmall { needed: 15, given: 2 });
+        assert_eq!(r.output_len(10), 15);
+    }
+}

@@ -1,0 +1,3 @@
+//! (being written)
+use pyo3::prelude::*;
+pub(crate) fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> { Ok(()) }
