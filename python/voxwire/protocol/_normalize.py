@@ -89,11 +89,9 @@ def normalize_session(mapping: Any, *, strict: bool, schema: Schema) -> dict[str
         top["audio"] = _audio(top["audio"], strict, schema)
     if "tools" in top:
         top["tools"] = _tools(top["tools"], strict, schema)
-    for key, path in (("tool_choice", "tool_choice"), ("tracing", "tracing")):
+    for key in ("tool_choice", "tracing", "truncation"):
         if isinstance(top.get(key), Mapping):
-            top[key] = _snake_keys(top[key], path)
-    if isinstance(top.get("truncation"), Mapping):
-        top["truncation"] = _snake_keys(top["truncation"], "truncation")
+            top[key] = _snake_keys(top[key], key)
     top["extra"] = extra
     return top
 
@@ -118,7 +116,7 @@ def value_at(data: Any, message: str) -> tuple[bool, Any]:
     return True, node
 
 
-# --- helpers ------------------------------------------------------------------------------------
+# --- helpers --------------------------------------------------------------------------------------
 
 
 def _mapping(value: Any, path: str) -> Mapping[str, Any]:
@@ -172,7 +170,7 @@ def _place(top: dict[str, Any], path: tuple[str, ...], value: Any, legacy: str) 
 
 
 def _modalities(value: Any) -> Any:
-    """Beta ``["audio", "text"]`` meant "speak, with a transcript", which GA spells ``["audio"]``."""
+    """Beta ``["audio", "text"]`` meant "speak, with a transcript"; GA spells it ``["audio"]``."""
     if isinstance(value, list | tuple) and "audio" in value:
         return ["audio"]
     return value

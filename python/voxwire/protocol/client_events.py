@@ -56,16 +56,16 @@ class _Params(Struct, frozen=True, kw_only=True):
     """Request parameters: UNSET fields are left off the wire, ``None`` is sent as ``null``."""
 
 
-class ResponseAudioOutputParams(_Params):
+class ResponseAudioOutputParams(_Params, frozen=True):
     format: AudioFormat | UnsetType = UNSET
     voice: str | VoiceId | UnsetType = UNSET
 
 
-class ResponseAudioParams(_Params):
+class ResponseAudioParams(_Params, frozen=True):
     output: ResponseAudioOutputParams | UnsetType = UNSET
 
 
-class ResponseCreateParams(_Params):
+class ResponseCreateParams(_Params, frozen=True):
     """The ``response`` of ``response.create``: overrides for this one response.
 
     ``conversation="none"`` makes an out-of-band response whose items do not join the
@@ -80,8 +80,8 @@ class ResponseCreateParams(_Params):
     tools: list[Tool] | UnsetType = UNSET
     tool_choice: ToolChoice | UnsetType = UNSET
     max_output_tokens: MaxOutputTokens | UnsetType = UNSET
-    metadata: dict[str, str] | None | UnsetType = UNSET
-    prompt: Prompt | None | UnsetType = UNSET
+    metadata: dict[str, str] | UnsetType | None = UNSET
+    prompt: Prompt | UnsetType | None = UNSET
 
     def __post_init__(self) -> None:
         check_output_modalities(self.output_modalities, "response.output_modalities")
@@ -125,31 +125,31 @@ class _ClientEvent(
         return str(self.__struct_config__.tag)
 
 
-class SessionUpdate(_ClientEvent, tag="session.update"):
+class SessionUpdate(_ClientEvent, tag="session.update", frozen=True):
     """Change the session; only the fields set in ``session`` change."""
 
     session: SessionConfig
 
 
-class InputAudioBufferAppend(_ClientEvent, tag="input_audio_buffer.append"):
+class InputAudioBufferAppend(_ClientEvent, tag="input_audio_buffer.append", frozen=True):
     """Add audio (in the session's input format) to the input buffer."""
 
     audio: bytes
 
 
-class InputAudioBufferCommit(_ClientEvent, tag="input_audio_buffer.commit"):
+class InputAudioBufferCommit(_ClientEvent, tag="input_audio_buffer.commit", frozen=True):
     """Turn the input buffer into a user item (needed when turn detection is off)."""
 
 
-class InputAudioBufferClear(_ClientEvent, tag="input_audio_buffer.clear"):
+class InputAudioBufferClear(_ClientEvent, tag="input_audio_buffer.clear", frozen=True):
     """Drop the audio in the input buffer."""
 
 
-class OutputAudioBufferClear(_ClientEvent, tag="output_audio_buffer.clear"):
+class OutputAudioBufferClear(_ClientEvent, tag="output_audio_buffer.clear", frozen=True):
     """WebRTC/SIP: stop the audio the server is playing out."""
 
 
-class ConversationItemCreate(_ClientEvent, tag="conversation.item.create"):
+class ConversationItemCreate(_ClientEvent, tag="conversation.item.create", frozen=True):
     """Add ``item`` after ``previous_item_id`` (``None``: at the end; ``"root"``: at the start)."""
 
     item: Item
@@ -159,13 +159,13 @@ class ConversationItemCreate(_ClientEvent, tag="conversation.item.create"):
         check_item_for_create(self.item)
 
 
-class ConversationItemRetrieve(_ClientEvent, tag="conversation.item.retrieve"):
+class ConversationItemRetrieve(_ClientEvent, tag="conversation.item.retrieve", frozen=True):
     """Ask for the server's copy of an item (with its audio)."""
 
     item_id: str
 
 
-class ConversationItemTruncate(_ClientEvent, tag="conversation.item.truncate"):
+class ConversationItemTruncate(_ClientEvent, tag="conversation.item.truncate", frozen=True):
     """Cut an assistant item's audio at ``audio_end_ms`` (what the user heard)."""
 
     item_id: str
@@ -179,19 +179,19 @@ class ConversationItemTruncate(_ClientEvent, tag="conversation.item.truncate"):
             raise invalid("audio_end_ms", self.audio_end_ms, "a duration >= 0 ms")
 
 
-class ConversationItemDelete(_ClientEvent, tag="conversation.item.delete"):
+class ConversationItemDelete(_ClientEvent, tag="conversation.item.delete", frozen=True):
     """Remove an item from the conversation."""
 
     item_id: str
 
 
-class ResponseCreate(_ClientEvent, tag="response.create"):
+class ResponseCreate(_ClientEvent, tag="response.create", frozen=True):
     """Ask the model to respond, optionally with per-response overrides."""
 
     response: ResponseCreateParams | None = None
 
 
-class ResponseCancel(_ClientEvent, tag="response.cancel"):
+class ResponseCancel(_ClientEvent, tag="response.cancel", frozen=True):
     """Stop the response in progress (GA: an error if none is in progress)."""
 
     response_id: str | None = None

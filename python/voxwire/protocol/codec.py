@@ -76,18 +76,23 @@ class _SessionUpdateWire(
     event_id: str | None = None
 
 
-
 def _union(types: tuple[type, ...]) -> Any:
     # A runtime Union built from a tuple; msgspec reads it, type checkers see Any.
     return Union[types]  # noqa: UP007
 
 
-_SERVER_DECODE_TYPES: Final = tuple(
-    cls for cls in get_args(ServerEvent) if cls not in (SessionCreated, SessionUpdated)
-) + (_SessionCreatedWire, _SessionUpdatedWire)
-_SERVER_UNION: Final = _union(_SERVER_DECODE_TYPES)
+_SESSION_WIRE_TYPES: Final = frozenset({_SessionCreatedWire, _SessionUpdatedWire})
+
+# The decode unions: the public session events are replaced by their wire forms.
+_SERVER_UNION: Final = _union(
+    (
+        *(cls for cls in get_args(ServerEvent) if cls not in (SessionCreated, SessionUpdated)),
+        _SessionCreatedWire,
+        _SessionUpdatedWire,
+    )
+)
 _CLIENT_UNION: Final = _union(
-    tuple(cls for cls in get_args(ClientEvent) if cls is not SessionUpdate) + (_SessionUpdateWire,)
+    (*(cls for cls in get_args(ClientEvent) if cls is not SessionUpdate), _SessionUpdateWire)
 )
 
 _server_decoder: Final = msgspec.json.Decoder(_SERVER_UNION)
@@ -98,16 +103,17 @@ _encoder: Final = msgspec.json.Encoder()
 _EXCERPT_CHARS: Final = 80
 
 
-# --- receiving ----------------------------------------------------------------------------------
+# --- receiving ------------------------------------------------------------------------------------
 
 
 def decode_server_event(data: str | bytes) -> ReceivedEvent:
     """Decode one GA server frame. Never raises (see the module docstring for what comes out)."""
     try:
         event = _server_decoder.decode(data)
-    except msgspec.DecodeError as exc:
-        return _decode_slowly(data, exc)
-    if isinstance(event, _SessionCreatedWire | _SessionUpdatedWire):
+    except msgspec.DecodeError:
+        return _decode_slowly(data)
+    # A set lookup on the exact type: this runs for every audio delta.
+    if type(event) in _SESSION_WIRE_TYPES:
         return _publish_session(event)
     result: ServerEvent = event
     return result
@@ -133,7 +139,7 @@ def server_event_from_mapping(raw: Mapping[str, Any]) -> ReceivedEvent:
         except msgspec.ValidationError as repaired_exc:
             # Report what is still wrong once the known deviation is out of the way.
             return _invalid(kind, raw, repaired_exc)
-    if isinstance(event, _SessionCreatedWire | _SessionUpdatedWire):
+    if type(event) in _SESSION_WIRE_TYPES:
         return _publish_session(event)
     result: ServerEvent = event
     return result
@@ -183,7 +189,7 @@ def parse_object(data: str | bytes) -> dict[str, Any] | ProtocolErrorEvent:
     return raw
 
 
-def _decode_slowly(data: str | bytes, exc: msgspec.DecodeError) -> ReceivedEvent:
+def _decode_slowly(data: str | bytes) -> ReceivedEvent:
     raw = parse_object(data)
     if isinstance(raw, ProtocolErrorEvent):
         return raw
@@ -247,7 +253,7 @@ def _repaired(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     return fixed if changed else None
 
 
-# --- sending ------------------------------------------------------------------------------------
+# --- sending --------------------------------------------------------------------------------------
 
 
 def encode_event(event: ClientEvent | ServerEvent) -> str:

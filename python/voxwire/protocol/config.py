@@ -71,7 +71,7 @@ class _Config(Struct, frozen=True, kw_only=True):
     """Base of the config records: immutable, keyword-only; UNSET fields are left off the wire."""
 
 
-class _TaggedConfig(_Config, tag_field="type"):
+class _TaggedConfig(_Config, tag_field="type", frozen=True):
     """A config record told apart from its siblings by its ``type`` field."""
 
     @property
@@ -80,10 +80,10 @@ class _TaggedConfig(_Config, tag_field="type"):
         return str(self.__struct_config__.tag)
 
 
-# --- audio formats --------------------------------------------------------------------------
+# --- audio formats --------------------------------------------------------------------------------
 
 
-class AudioFormat(_Config):
+class AudioFormat(_Config, frozen=True):
     """A GA audio format: ``{"type": "audio/pcm", "rate": 24000}``, ``audio/pcmu`` or
     ``audio/pcma``. Use the constants :data:`PCM16`, :data:`PCMU`, :data:`PCMA`."""
 
@@ -118,29 +118,29 @@ PCMU: Final = AudioFormat(type="audio/pcmu")
 PCMA: Final = AudioFormat(type="audio/pcma")
 
 
-# --- input side -------------------------------------------------------------------------------
+# --- input side -----------------------------------------------------------------------------------
 
 
-class Transcription(_Config):
+class Transcription(_Config, frozen=True):
     """``audio.input.transcription``: asynchronous transcription of the user's audio."""
 
-    model: str | None | UnsetType = UNSET
-    language: str | None | UnsetType = UNSET
-    prompt: str | None | UnsetType = UNSET
-    delay: str | None | UnsetType = UNSET
-    keywords: list[str] | None | UnsetType = UNSET
-    languages: list[str] | None | UnsetType = UNSET
+    model: str | UnsetType | None = UNSET
+    language: str | UnsetType | None = UNSET
+    prompt: str | UnsetType | None = UNSET
+    delay: str | UnsetType | None = UNSET
+    keywords: list[str] | UnsetType | None = UNSET
+    languages: list[str] | UnsetType | None = UNSET
 
 
-class ServerVad(_TaggedConfig, tag="server_vad"):
+class ServerVad(_TaggedConfig, tag="server_vad", frozen=True):
     """Threshold-based voice activity detection."""
 
-    threshold: float | None | UnsetType = UNSET
-    prefix_padding_ms: int | None | UnsetType = UNSET
-    silence_duration_ms: int | None | UnsetType = UNSET
-    idle_timeout_ms: int | None | UnsetType = UNSET
-    create_response: bool | None | UnsetType = UNSET
-    interrupt_response: bool | None | UnsetType = UNSET
+    threshold: float | UnsetType | None = UNSET
+    prefix_padding_ms: int | UnsetType | None = UNSET
+    silence_duration_ms: int | UnsetType | None = UNSET
+    idle_timeout_ms: int | UnsetType | None = UNSET
+    create_response: bool | UnsetType | None = UNSET
+    interrupt_response: bool | UnsetType | None = UNSET
 
     def __post_init__(self) -> None:
         path = "audio.input.turn_detection"
@@ -152,12 +152,12 @@ class ServerVad(_TaggedConfig, tag="server_vad"):
                 raise invalid(f"{path}.{name}", value, "a duration >= 0 ms")
 
 
-class SemanticVad(_TaggedConfig, tag="semantic_vad"):
+class SemanticVad(_TaggedConfig, tag="semantic_vad", frozen=True):
     """Turn detection that waits longer when the user sounds unfinished."""
 
-    eagerness: str | None | UnsetType = UNSET
-    create_response: bool | None | UnsetType = UNSET
-    interrupt_response: bool | None | UnsetType = UNSET
+    eagerness: str | UnsetType | None = UNSET
+    create_response: bool | UnsetType | None = UNSET
+    interrupt_response: bool | UnsetType | None = UNSET
 
     def __post_init__(self) -> None:
         if isinstance(self.eagerness, str) and self.eagerness not in EAGERNESS_VALUES:
@@ -171,11 +171,11 @@ class SemanticVad(_TaggedConfig, tag="semantic_vad"):
 TurnDetection = ServerVad | SemanticVad
 
 
-class NoiseReduction(_Config):
+class NoiseReduction(_Config, frozen=True):
     """``audio.input.noise_reduction``: ``near_field`` (headsets) or ``far_field`` (laptops)."""
 
     type: str
-    strength: float | None | UnsetType = UNSET
+    strength: float | UnsetType | None = UNSET
 
     def __post_init__(self) -> None:
         if self.type not in NOISE_REDUCTION_TYPES:
@@ -186,25 +186,25 @@ class NoiseReduction(_Config):
             )
 
 
-class AudioInputConfig(_Config):
+class AudioInputConfig(_Config, frozen=True):
     """``audio.input``: what the client sends and how the server listens to it."""
 
     format: AudioFormat | UnsetType = UNSET
-    transcription: Transcription | None | UnsetType = UNSET
-    turn_detection: TurnDetection | None | UnsetType = UNSET
-    noise_reduction: NoiseReduction | None | UnsetType = UNSET
+    transcription: Transcription | UnsetType | None = UNSET
+    turn_detection: TurnDetection | UnsetType | None = UNSET
+    noise_reduction: NoiseReduction | UnsetType | None = UNSET
 
 
-# --- output side ------------------------------------------------------------------------------
+# --- output side ----------------------------------------------------------------------------------
 
 
-class VoiceId(_Config):
+class VoiceId(_Config, frozen=True):
     """A custom voice referenced by id (GA ``voice: {"id": ...}``)."""
 
     id: str
 
 
-class AudioOutputConfig(_Config):
+class AudioOutputConfig(_Config, frozen=True):
     """``audio.output``: what the server speaks."""
 
     format: AudioFormat | UnsetType = UNSET
@@ -219,87 +219,87 @@ class AudioOutputConfig(_Config):
             raise invalid("audio.output.voice", self.voice, "a voice name such as 'marin'")
 
 
-class AudioConfig(_Config):
+class AudioConfig(_Config, frozen=True):
     """``audio``: the input and output halves."""
 
     input: AudioInputConfig | UnsetType = UNSET
     output: AudioOutputConfig | UnsetType = UNSET
 
 
-# --- tools --------------------------------------------------------------------------------------
+# --- tools ----------------------------------------------------------------------------------------
 
 
-class FunctionTool(_TaggedConfig, tag="function"):
+class FunctionTool(_TaggedConfig, tag="function", frozen=True):
     """A function the model may call; ``parameters`` is a JSON Schema object."""
 
     name: str
-    description: str | None | UnsetType = UNSET
-    parameters: dict[str, Any] | None | UnsetType = UNSET
+    description: str | UnsetType | None = UNSET
+    parameters: dict[str, Any] | UnsetType | None = UNSET
 
 
-class McpTool(_TaggedConfig, tag="mcp"):
+class McpTool(_TaggedConfig, tag="mcp", frozen=True):
     """A hosted MCP server the Realtime API calls itself; nested options stay as given."""
 
     server_label: str
-    server_url: str | None | UnsetType = UNSET
-    connector_id: str | None | UnsetType = UNSET
-    authorization: str | None | UnsetType = UNSET
-    headers: dict[str, str] | None | UnsetType = UNSET
-    server_description: str | None | UnsetType = UNSET
+    server_url: str | UnsetType | None = UNSET
+    connector_id: str | UnsetType | None = UNSET
+    authorization: str | UnsetType | None = UNSET
+    headers: dict[str, str] | UnsetType | None = UNSET
+    server_description: str | UnsetType | None = UNSET
     allowed_tools: Any = UNSET
     require_approval: Any = UNSET
-    allowed_callers: list[str] | None | UnsetType = UNSET
-    defer_loading: bool | None | UnsetType = UNSET
-    tunnel_id: str | None | UnsetType = UNSET
+    allowed_callers: list[str] | UnsetType | None = UNSET
+    defer_loading: bool | UnsetType | None = UNSET
+    tunnel_id: str | UnsetType | None = UNSET
 
 
 Tool = FunctionTool | McpTool
 
 
-class FunctionToolChoice(_TaggedConfig, tag="function"):
+class FunctionToolChoice(_TaggedConfig, tag="function", frozen=True):
     """Force a call to the function ``name``."""
 
     name: str
 
 
-class McpToolChoice(_TaggedConfig, tag="mcp"):
+class McpToolChoice(_TaggedConfig, tag="mcp", frozen=True):
     """Force a call to a tool of the MCP server ``server_label``."""
 
     server_label: str
-    name: str | None | UnsetType = UNSET
+    name: str | UnsetType | None = UNSET
 
 
 ToolChoice = Literal["auto", "none", "required"] | FunctionToolChoice | McpToolChoice
 
 
-# --- the rest ---------------------------------------------------------------------------------
+# --- the rest -------------------------------------------------------------------------------------
 
 
-class TracingConfig(_Config):
+class TracingConfig(_Config, frozen=True):
     """Explicit tracing settings (``"auto"`` picks defaults, ``None`` disables tracing)."""
 
-    workflow_name: str | None | UnsetType = UNSET
-    group_id: str | None | UnsetType = UNSET
-    metadata: dict[str, Any] | None | UnsetType = UNSET
+    workflow_name: str | UnsetType | None = UNSET
+    group_id: str | UnsetType | None = UNSET
+    metadata: dict[str, Any] | UnsetType | None = UNSET
 
 
-class RetentionRatioTruncation(_TaggedConfig, tag="retention_ratio"):
+class RetentionRatioTruncation(_TaggedConfig, tag="retention_ratio", frozen=True):
     """Drop the oldest part of the context, keeping ``retention_ratio`` of it."""
 
     retention_ratio: float
-    token_limits: dict[str, Any] | None | UnsetType = UNSET
+    token_limits: dict[str, Any] | UnsetType | None = UNSET
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.retention_ratio <= 1.0:
             raise invalid("truncation.retention_ratio", self.retention_ratio, "0.0 to 1.0")
 
 
-class Prompt(_Config):
+class Prompt(_Config, frozen=True):
     """A stored prompt template and its variables."""
 
     id: str
-    version: str | None | UnsetType = UNSET
-    variables: dict[str, Any] | None | UnsetType = UNSET
+    version: str | UnsetType | None = UNSET
+    variables: dict[str, Any] | UnsetType | None = UNSET
 
 
 MaxOutputTokens = int | Literal["inf"]
@@ -321,7 +321,7 @@ def check_output_modalities(value: list[str] | UnsetType, path: str) -> None:
         raise invalid(path, value, "['audio'] or ['text']")
 
 
-class SessionConfig(_Config):
+class SessionConfig(_Config, frozen=True):
     """The GA ``session`` object of ``session.update`` / ``session.created`` / ``session.updated``.
 
     ``extra`` is a raw passthrough: fields the SDK does not model are sent as given, and fields the
@@ -336,10 +336,10 @@ class SessionConfig(_Config):
     tools: list[Tool] | UnsetType = UNSET
     tool_choice: ToolChoice | UnsetType = UNSET
     max_output_tokens: MaxOutputTokens | UnsetType = UNSET
-    tracing: Literal["auto"] | TracingConfig | None | UnsetType = UNSET
+    tracing: Literal["auto"] | TracingConfig | UnsetType | None = UNSET
     truncation: Literal["auto", "disabled"] | RetentionRatioTruncation | UnsetType = UNSET
-    prompt: Prompt | None | UnsetType = UNSET
-    include: list[str] | None | UnsetType = UNSET
+    prompt: Prompt | UnsetType | None = UNSET
+    include: list[str] | UnsetType | None = UNSET
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:

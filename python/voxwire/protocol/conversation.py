@@ -68,7 +68,8 @@ class ConversationState:
         return tuple(self._pending)
 
     def transcript(self, item_id: str, content_index: int = 0) -> str | None:
-        """What the model said (audio transcript or text) in one content part, so far.
+        """The text of one content part so far: what the model said (audio transcript or text)
+        or, with input transcription on, what the user said.
 
         ``None`` after a truncation: the server removes the transcript of truncated audio.
         """
@@ -136,6 +137,10 @@ class ConversationState:
         """Remember a ``conversation.item.create`` until the server announces the item."""
         if item.id is not None:
             self._pending[item.id] = item
+
+    def create_failed(self, item_id: str) -> None:
+        """The server rejected a create: the item will not be announced."""
+        self._pending.pop(item_id, None)
 
     # --- helpers ----------------------------------------------------------------------------------
 

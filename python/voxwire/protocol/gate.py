@@ -107,7 +107,7 @@ class ResponseGate:
         if params not in self._held:
             self._held.append(params)
 
-    def release(self) -> ResponseCreateParams | None | _Nothing:
+    def release(self) -> ResponseCreateParams | _Nothing | None:
         """The oldest held request if the gate is IDLE, else :data:`NOTHING`."""
         if self._state is not IDLE or not self._held:
             return NOTHING

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from voxwire.exceptions import HistoryError
+from voxwire.exceptions import ConfigurationError, HistoryError
 from voxwire.protocol.client_events import ConversationItemCreate, ConversationItemDelete
 from voxwire.protocol.conversation import ROOT
 from voxwire.protocol.items import Item, MessageItem, OutputAudio, check_item_for_create
@@ -35,7 +35,9 @@ def plan_history(
     from ``new_item_id`` so the creates can chain their ``previous_item_id``. The events carry
     no ``event_id``; the caller assigns them when it sends.
     """
-    current_index = {item.id: index for index, item in enumerate(current) if item.id is not None}
+    current_index: dict[str | None, int] = {
+        item.id: index for index, item in enumerate(current) if item.id is not None
+    }
     _check_unique_ids(desired)
     kept = _kept_ids(current, current_index, desired)
 
@@ -50,11 +52,11 @@ def plan_history(
             previous_id = item.id
             continue
         _check_creatable(item, index)
-        if item.id is None:
-            item = msgspec.structs.replace(item, id=new_item_id())
-        assert item.id is not None
+        item_id = item.id or new_item_id()
+        if item_id != item.id:
+            item = msgspec.structs.replace(item, id=item_id)
         events.append(ConversationItemCreate(item=item, previous_item_id=previous_id))
-        previous_id = item.id
+        previous_id = item_id
     return events
 
 
@@ -124,4 +126,7 @@ def _check_creatable(item: Item, index: int) -> None:
             "be recreated; keep the existing item unchanged, or replace the part with output_text "
             "holding its transcript (assistant_message(transcript))"
         )
-    check_item_for_create(item)
+    try:
+        check_item_for_create(item)
+    except ConfigurationError as exc:
+        raise HistoryError(f"{label}: {exc}") from None

@@ -62,36 +62,36 @@ class _Tagged(Struct, tag_field="type", kw_only=True, frozen=True, gc=False, omi
         return str(self.__struct_config__.tag)
 
 
-# --- content parts ------------------------------------------------------------------------------
+# --- content parts --------------------------------------------------------------------------------
 
 
-class InputText(_Tagged, tag="input_text"):
+class InputText(_Tagged, tag="input_text", frozen=True):
     """Text written by the user (or the system prompt of a system message)."""
 
     text: str
 
 
-class InputAudio(_Tagged, tag="input_audio"):
+class InputAudio(_Tagged, tag="input_audio", frozen=True):
     """User audio; the server fills ``transcript`` if input transcription is on."""
 
     audio: bytes | None = None
     transcript: str | None = None
 
 
-class InputImage(_Tagged, tag="input_image"):
+class InputImage(_Tagged, tag="input_image", frozen=True):
     """An image as a ``data:`` URL (the GA reference accepts PNG and JPEG data URLs)."""
 
     image_url: str
     detail: Literal["auto", "low", "high"] | None = None
 
 
-class OutputText(_Tagged, tag="output_text"):
+class OutputText(_Tagged, tag="output_text", frozen=True):
     """Text spoken — or written — by the model."""
 
     text: str | None = None
 
 
-class OutputAudio(_Tagged, tag="output_audio"):
+class OutputAudio(_Tagged, tag="output_audio", frozen=True):
     """Model audio; the server sends ``transcript`` with it and no ``audio`` in most items."""
 
     audio: bytes | None = None
@@ -101,23 +101,23 @@ class OutputAudio(_Tagged, tag="output_audio"):
 ContentPart = InputText | InputAudio | InputImage | OutputText | OutputAudio
 
 
-# --- items --------------------------------------------------------------------------------------
+# --- items ----------------------------------------------------------------------------------------
 
 
-class _Item(_Tagged):
+class _Item(_Tagged, frozen=True):
     id: str | None = None
     object: Literal["realtime.item"] | None = None
     status: ItemStatus | None = None
 
 
-class MessageItem(_Item, tag="message", kw_only=True):
+class MessageItem(_Item, tag="message", kw_only=True, frozen=True):
     """A message; which content part types are allowed depends on ``role``."""
 
     role: Role
     content: list[ContentPart] = []
 
 
-class FunctionCallItem(_Item, tag="function_call", kw_only=True):
+class FunctionCallItem(_Item, tag="function_call", kw_only=True, frozen=True):
     """The model calls a function tool; ``arguments`` is a JSON string."""
 
     name: str
@@ -125,14 +125,14 @@ class FunctionCallItem(_Item, tag="function_call", kw_only=True):
     call_id: str | None = None
 
 
-class FunctionCallOutputItem(_Item, tag="function_call_output", kw_only=True):
+class FunctionCallOutputItem(_Item, tag="function_call_output", kw_only=True, frozen=True):
     """The result of a function call, sent back by the client."""
 
     call_id: str
     output: str
 
 
-class McpApprovalRequestItem(_Tagged, tag="mcp_approval_request"):
+class McpApprovalRequestItem(_Tagged, tag="mcp_approval_request", frozen=True):
     """The server asks whether it may call an MCP tool."""
 
     id: str
@@ -141,7 +141,7 @@ class McpApprovalRequestItem(_Tagged, tag="mcp_approval_request"):
     server_label: str
 
 
-class McpApprovalResponseItem(_Tagged, tag="mcp_approval_response"):
+class McpApprovalResponseItem(_Tagged, tag="mcp_approval_response", frozen=True):
     """The client's answer to an :class:`McpApprovalRequestItem`."""
 
     id: str
@@ -159,7 +159,7 @@ class McpToolInfo(Struct, kw_only=True, frozen=True, gc=False, omit_defaults=Tru
     description: str | None = None
 
 
-class McpListToolsItem(_Tagged, tag="mcp_list_tools"):
+class McpListToolsItem(_Tagged, tag="mcp_list_tools", frozen=True):
     """The tools an MCP server offers."""
 
     server_label: str
@@ -167,27 +167,27 @@ class McpListToolsItem(_Tagged, tag="mcp_list_tools"):
     id: str | None = None
 
 
-class McpProtocolError(_Tagged, tag="protocol_error"):
+class McpProtocolError(_Tagged, tag="protocol_error", frozen=True):
     """The MCP server broke the MCP protocol."""
 
     code: int
     message: str
 
 
-class McpToolExecutionError(_Tagged, tag="tool_execution_error"):
+class McpToolExecutionError(_Tagged, tag="tool_execution_error", frozen=True):
     """The MCP tool ran and failed."""
 
     message: str
 
 
-class McpHttpError(_Tagged, tag="http_error"):
+class McpHttpError(_Tagged, tag="http_error", frozen=True):
     """The MCP server answered with an HTTP error."""
 
     code: int
     message: str
 
 
-class McpCallItem(_Tagged, tag="mcp_call"):
+class McpCallItem(_Tagged, tag="mcp_call", frozen=True):
     """A call the server made to an MCP tool, with its output or error."""
 
     id: str
@@ -210,13 +210,13 @@ Item = (
 )
 
 
-class ItemReference(_Tagged, tag="item_reference"):
+class ItemReference(_Tagged, tag="item_reference", frozen=True):
     """Refers to an existing item by id in ``response.create``'s ``input``."""
 
     id: str
 
 
-# --- builders -----------------------------------------------------------------------------------
+# --- builders -------------------------------------------------------------------------------------
 
 
 def user_message(text: str, *, id: str | None = None) -> MessageItem:
@@ -234,7 +234,9 @@ def assistant_message(text: str, *, id: str | None = None) -> MessageItem:
     return MessageItem(id=id, role="assistant", content=[OutputText(text=text)])
 
 
-def function_call_output(call_id: str, output: str, *, id: str | None = None) -> FunctionCallOutputItem:
+def function_call_output(
+    call_id: str, output: str, *, id: str | None = None
+) -> FunctionCallOutputItem:
     """The result of the function call ``call_id``."""
     return FunctionCallOutputItem(id=id, call_id=call_id, output=output)
 

@@ -41,14 +41,14 @@ class _Object(Struct, kw_only=True, frozen=True, gc=False, omit_defaults=True):
     """Immutable wire object; ``None`` fields are left off the wire."""
 
 
-class Conversation(_Object):
+class Conversation(_Object, frozen=True):
     """``conversation.created``'s conversation (GA: ``object`` is ``realtime.conversation``)."""
 
     id: str | None = None
     object: str | None = None
 
 
-class ErrorInfo(_Object):
+class ErrorInfo(_Object, frozen=True):
     """The ``error`` of an ``error`` event; ``event_id`` names the client event that failed."""
 
     type: str
@@ -58,7 +58,7 @@ class ErrorInfo(_Object):
     event_id: str | None = None
 
 
-class TranscriptionError(_Object):
+class TranscriptionError(_Object, frozen=True):
     """Why an input audio transcription failed."""
 
     type: str | None = None
@@ -67,7 +67,7 @@ class TranscriptionError(_Object):
     param: str | None = None
 
 
-class RateLimit(_Object):
+class RateLimit(_Object, frozen=True):
     """One limit of ``rate_limits.updated`` (``requests`` or ``tokens``)."""
 
     name: str | None = None
@@ -76,13 +76,13 @@ class RateLimit(_Object):
     reset_seconds: float | None = None
 
 
-class CachedTokenDetails(_Object):
+class CachedTokenDetails(_Object, frozen=True):
     text_tokens: int | None = None
     audio_tokens: int | None = None
     image_tokens: int | None = None
 
 
-class InputTokenDetails(_Object):
+class InputTokenDetails(_Object, frozen=True):
     text_tokens: int | None = None
     audio_tokens: int | None = None
     image_tokens: int | None = None
@@ -90,12 +90,12 @@ class InputTokenDetails(_Object):
     cached_tokens_details: CachedTokenDetails | None = None
 
 
-class OutputTokenDetails(_Object):
+class OutputTokenDetails(_Object, frozen=True):
     text_tokens: int | None = None
     audio_tokens: int | None = None
 
 
-class Usage(_Object):
+class Usage(_Object, frozen=True):
     """Token usage of a response (``response.done``)."""
 
     total_tokens: int | None = None
@@ -105,7 +105,7 @@ class Usage(_Object):
     output_token_details: OutputTokenDetails | None = None
 
 
-class StatusError(_Object):
+class StatusError(_Object, frozen=True):
     """The error behind a ``failed`` response."""
 
     type: str | None = None
@@ -113,7 +113,7 @@ class StatusError(_Object):
     message: str | None = None
 
 
-class StatusDetails(_Object):
+class StatusDetails(_Object, frozen=True):
     """Why a response ended as it did (``reason`` is e.g. ``turn_detected``,
     ``client_cancelled``, ``max_output_tokens``, ``content_filter``)."""
 
@@ -122,16 +122,16 @@ class StatusDetails(_Object):
     error: StatusError | None = None
 
 
-class ResponseAudioOutput(_Object):
+class ResponseAudioOutput(_Object, frozen=True):
     format: AudioFormat | None = None
     voice: str | VoiceId | None = None
 
 
-class ResponseAudio(_Object):
+class ResponseAudio(_Object, frozen=True):
     output: ResponseAudioOutput | None = None
 
 
-class Response(_Object):
+class Response(_Object, frozen=True):
     """The GA response object of ``response.created`` / ``response.done``."""
 
     id: str | None = None
@@ -147,13 +147,13 @@ class Response(_Object):
     metadata: dict[str, str] | None = None
 
 
-class _TaggedUsage(_Object, tag_field="type"):
+class _TaggedUsage(_Object, tag_field="type", frozen=True):
     @property
     def type(self) -> str:
         return str(self.__struct_config__.tag)
 
 
-class TranscriptTokenUsage(_TaggedUsage, tag="tokens"):
+class TranscriptTokenUsage(_TaggedUsage, tag="tokens", frozen=True):
     """Transcription billed by tokens."""
 
     input_tokens: int
@@ -162,13 +162,13 @@ class TranscriptTokenUsage(_TaggedUsage, tag="tokens"):
     input_token_details: InputTokenDetails | None = None
 
 
-class TranscriptDurationUsage(_TaggedUsage, tag="duration"):
+class TranscriptDurationUsage(_TaggedUsage, tag="duration", frozen=True):
     """Transcription billed by audio duration."""
 
     seconds: float
 
 
-class LogProb(_Object):
+class LogProb(_Object, frozen=True):
     """Log probability of one transcript token."""
 
     token: str
@@ -176,7 +176,7 @@ class LogProb(_Object):
     logprob: float
 
 
-class TranscriptionLanguage(_Object):
+class TranscriptionLanguage(_Object, frozen=True):
     """A language detected in the transcribed audio."""
 
     code: str

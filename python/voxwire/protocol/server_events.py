@@ -89,7 +89,9 @@ __all__ = [
 ]
 
 
-class _ServerEvent(Struct, tag_field="type", kw_only=True, frozen=True, gc=False, omit_defaults=True):
+class _ServerEvent(
+    Struct, tag_field="type", kw_only=True, frozen=True, gc=False, omit_defaults=True
+):
     """Base of the typed server events: immutable, told apart by ``type``."""
 
     @property
@@ -98,61 +100,61 @@ class _ServerEvent(Struct, tag_field="type", kw_only=True, frozen=True, gc=False
         return str(self.__struct_config__.tag)
 
 
-class _Event(_ServerEvent):
+class _Event(_ServerEvent, frozen=True):
     event_id: str
 
 
-# --- session and conversation -------------------------------------------------------------------
+# --- session and conversation ---------------------------------------------------------------------
 
 
-class SessionCreated(_Event, tag="session.created"):
+class SessionCreated(_Event, tag="session.created", frozen=True):
     """First event of a connection: the session with the server's defaults."""
 
     session: SessionConfig
 
 
-class SessionUpdated(_Event, tag="session.updated"):
+class SessionUpdated(_Event, tag="session.updated", frozen=True):
     """The whole session after a ``session.update`` was applied."""
 
     session: SessionConfig
 
 
-class ConversationCreated(_Event, tag="conversation.created"):
+class ConversationCreated(_Event, tag="conversation.created", frozen=True):
     """The conversation this session writes to."""
 
     conversation: Conversation
 
 
-class _ItemEvent(_Event):
+class _ItemEvent(_Event, frozen=True):
     item: Item
     previous_item_id: str | None = None
 
 
-class ConversationItemAdded(_ItemEvent, tag="conversation.item.added"):
+class ConversationItemAdded(_ItemEvent, tag="conversation.item.added", frozen=True):
     """An item joined the conversation after ``previous_item_id`` (``None``: at the start)."""
 
 
-class ConversationItemDone(_ItemEvent, tag="conversation.item.done"):
+class ConversationItemDone(_ItemEvent, tag="conversation.item.done", frozen=True):
     """An item is complete (its content is final)."""
 
 
-class ConversationItemCreated(_ItemEvent, tag="conversation.item.created"):
+class ConversationItemCreated(_ItemEvent, tag="conversation.item.created", frozen=True):
     """Older name of ``conversation.item.added``, still in the GA union."""
 
 
-class ConversationItemRetrieved(_Event, tag="conversation.item.retrieved"):
+class ConversationItemRetrieved(_Event, tag="conversation.item.retrieved", frozen=True):
     """Answer to ``conversation.item.retrieve``: the item as the server holds it, with audio."""
 
     item: Item
 
 
-class ConversationItemDeleted(_Event, tag="conversation.item.deleted"):
+class ConversationItemDeleted(_Event, tag="conversation.item.deleted", frozen=True):
     """Answer to ``conversation.item.delete``."""
 
     item_id: str
 
 
-class ConversationItemTruncated(_Event, tag="conversation.item.truncated"):
+class ConversationItemTruncated(_Event, tag="conversation.item.truncated", frozen=True):
     """Answer to ``conversation.item.truncate``: audio cut at ``audio_end_ms``, transcript
     removed (GA: "ensure there is no text in the context that hasn't been heard")."""
 
@@ -161,7 +163,9 @@ class ConversationItemTruncated(_Event, tag="conversation.item.truncated"):
     audio_end_ms: int
 
 
-class InputAudioTranscriptionDelta(_Event, tag="conversation.item.input_audio_transcription.delta"):
+class InputAudioTranscriptionDelta(
+    _Event, tag="conversation.item.input_audio_transcription.delta", frozen=True
+):
     """Part of the transcript of the user's audio."""
 
     item_id: str
@@ -172,7 +176,7 @@ class InputAudioTranscriptionDelta(_Event, tag="conversation.item.input_audio_tr
 
 
 class InputAudioTranscriptionCompleted(
-    _Event, tag="conversation.item.input_audio_transcription.completed"
+    _Event, tag="conversation.item.input_audio_transcription.completed", frozen=True
 ):
     """The full transcript of the user's audio (asynchronous to the response)."""
 
@@ -187,7 +191,7 @@ class InputAudioTranscriptionCompleted(
 
 
 class InputAudioTranscriptionFailed(
-    _Event, tag="conversation.item.input_audio_transcription.failed"
+    _Event, tag="conversation.item.input_audio_transcription.failed", frozen=True
 ):
     """Transcription of the user's audio failed."""
 
@@ -197,7 +201,7 @@ class InputAudioTranscriptionFailed(
 
 
 class InputAudioTranscriptionSegment(
-    _Event, tag="conversation.item.input_audio_transcription.segment"
+    _Event, tag="conversation.item.input_audio_transcription.segment", frozen=True
 ):
     """A diarized segment of the user's audio."""
 
@@ -210,35 +214,37 @@ class InputAudioTranscriptionSegment(
     end: float
 
 
-# --- input audio buffer ----------------------------------------------------------------------------
+# --- input audio buffer ---------------------------------------------------------------------------
 
 
-class InputAudioBufferCommitted(_Event, tag="input_audio_buffer.committed"):
+class InputAudioBufferCommitted(_Event, tag="input_audio_buffer.committed", frozen=True):
     """The input buffer became the user item ``item_id`` after ``previous_item_id``."""
 
     item_id: str
     previous_item_id: str | None = None
 
 
-class InputAudioBufferCleared(_Event, tag="input_audio_buffer.cleared"):
+class InputAudioBufferCleared(_Event, tag="input_audio_buffer.cleared", frozen=True):
     """Answer to ``input_audio_buffer.clear``."""
 
 
-class InputAudioBufferSpeechStarted(_Event, tag="input_audio_buffer.speech_started"):
+class InputAudioBufferSpeechStarted(_Event, tag="input_audio_buffer.speech_started", frozen=True):
     """Server VAD heard speech start at ``audio_start_ms`` of the input stream."""
 
     item_id: str
     audio_start_ms: int
 
 
-class InputAudioBufferSpeechStopped(_Event, tag="input_audio_buffer.speech_stopped"):
+class InputAudioBufferSpeechStopped(_Event, tag="input_audio_buffer.speech_stopped", frozen=True):
     """Server VAD heard speech end at ``audio_end_ms`` of the input stream."""
 
     item_id: str
     audio_end_ms: int
 
 
-class InputAudioBufferTimeoutTriggered(_Event, tag="input_audio_buffer.timeout_triggered"):
+class InputAudioBufferTimeoutTriggered(
+    _Event, tag="input_audio_buffer.timeout_triggered", frozen=True
+):
     """Server VAD's ``idle_timeout_ms`` passed without speech."""
 
     item_id: str
@@ -246,7 +252,9 @@ class InputAudioBufferTimeoutTriggered(_Event, tag="input_audio_buffer.timeout_t
     audio_end_ms: int
 
 
-class InputAudioBufferDtmfEventReceived(_ServerEvent, tag="input_audio_buffer.dtmf_event_received"):
+class InputAudioBufferDtmfEventReceived(
+    _ServerEvent, tag="input_audio_buffer.dtmf_event_received", frozen=True
+):
     """A DTMF key on a SIP call (the GA reference gives this event no ``event_id``)."""
 
     event: str
@@ -257,40 +265,40 @@ class InputAudioBufferDtmfEventReceived(_ServerEvent, tag="input_audio_buffer.dt
 # --- output audio buffer (WebRTC / SIP) -----------------------------------------------------------
 
 
-class OutputAudioBufferStarted(_Event, tag="output_audio_buffer.started"):
+class OutputAudioBufferStarted(_Event, tag="output_audio_buffer.started", frozen=True):
     """WebRTC/SIP: the server started playing ``response_id``'s audio."""
 
     response_id: str
 
 
-class OutputAudioBufferStopped(_Event, tag="output_audio_buffer.stopped"):
+class OutputAudioBufferStopped(_Event, tag="output_audio_buffer.stopped", frozen=True):
     """WebRTC/SIP: the server's output buffer drained."""
 
     response_id: str
 
 
-class OutputAudioBufferCleared(_Event, tag="output_audio_buffer.cleared"):
-    """WebRTC/SIP: the server's output buffer was cut (barge-in or ``output_audio_buffer.clear``)."""
+class OutputAudioBufferCleared(_Event, tag="output_audio_buffer.cleared", frozen=True):
+    """WebRTC/SIP: the server's output buffer was cut (barge-in, ``output_audio_buffer.clear``)."""
 
     response_id: str
 
 
-# --- responses -------------------------------------------------------------------------------------
+# --- responses ------------------------------------------------------------------------------------
 
 
-class ResponseCreated(_Event, tag="response.created"):
+class ResponseCreated(_Event, tag="response.created", frozen=True):
     """A response started (``status`` is ``in_progress``)."""
 
     response: Response
 
 
-class ResponseDone(_Event, tag="response.done"):
+class ResponseDone(_Event, tag="response.done", frozen=True):
     """A response ended; ``response.status`` says how and ``usage`` what it cost."""
 
     response: Response
 
 
-class ResponseOutputItemAdded(_Event, tag="response.output_item.added"):
+class ResponseOutputItemAdded(_Event, tag="response.output_item.added", frozen=True):
     """The response produced a new item at ``output_index``."""
 
     response_id: str
@@ -298,7 +306,7 @@ class ResponseOutputItemAdded(_Event, tag="response.output_item.added"):
     item: Item
 
 
-class ResponseOutputItemDone(_Event, tag="response.output_item.done"):
+class ResponseOutputItemDone(_Event, tag="response.output_item.done", frozen=True):
     """An output item of the response is complete."""
 
     response_id: str
@@ -316,69 +324,75 @@ class ResponseContentPart(Struct, kw_only=True, frozen=True, gc=False, omit_defa
     transcript: str | None = None
 
 
-class _PartEvent(_Event):
+class _PartEvent(_Event, frozen=True):
     response_id: str
     item_id: str
     output_index: int
     content_index: int
 
 
-class ResponseContentPartAdded(_PartEvent, tag="response.content_part.added"):
+class ResponseContentPartAdded(_PartEvent, tag="response.content_part.added", frozen=True):
     """A content part was added to an assistant item."""
 
     part: ResponseContentPart
 
 
-class ResponseContentPartDone(_PartEvent, tag="response.content_part.done"):
+class ResponseContentPartDone(_PartEvent, tag="response.content_part.done", frozen=True):
     """A content part is complete."""
 
     part: ResponseContentPart
 
 
-class ResponseOutputTextDelta(_PartEvent, tag="response.output_text.delta"):
+class ResponseOutputTextDelta(_PartEvent, tag="response.output_text.delta", frozen=True):
     """More text of an ``output_text`` part."""
 
     delta: str
     obfuscation: str | None = None
 
 
-class ResponseOutputTextDone(_PartEvent, tag="response.output_text.done"):
+class ResponseOutputTextDone(_PartEvent, tag="response.output_text.done", frozen=True):
     """The whole text of an ``output_text`` part."""
 
     text: str
 
 
-class ResponseOutputAudioDelta(_PartEvent, tag="response.output_audio.delta"):
+class ResponseOutputAudioDelta(_PartEvent, tag="response.output_audio.delta", frozen=True):
     """More audio of an ``output_audio`` part, decoded from base64."""
 
     delta: bytes
     obfuscation: str | None = None
 
 
-class ResponseOutputAudioDone(_PartEvent, tag="response.output_audio.done"):
+class ResponseOutputAudioDone(_PartEvent, tag="response.output_audio.done", frozen=True):
     """All audio of the part has been sent."""
 
 
-class ResponseOutputAudioTranscriptDelta(_PartEvent, tag="response.output_audio_transcript.delta"):
+class ResponseOutputAudioTranscriptDelta(
+    _PartEvent, tag="response.output_audio_transcript.delta", frozen=True
+):
     """More transcript of an ``output_audio`` part."""
 
     delta: str
     obfuscation: str | None = None
 
 
-class ResponseOutputAudioTranscriptDone(_PartEvent, tag="response.output_audio_transcript.done"):
+class ResponseOutputAudioTranscriptDone(
+    _PartEvent, tag="response.output_audio_transcript.done", frozen=True
+):
     """The whole transcript of an ``output_audio`` part."""
 
     transcript: str
 
 
-class _CallEvent(_Event):
+class _CallEvent(_Event, frozen=True):
     response_id: str
     item_id: str
     output_index: int
 
 
-class ResponseFunctionCallArgumentsDelta(_CallEvent, tag="response.function_call_arguments.delta"):
+class ResponseFunctionCallArgumentsDelta(
+    _CallEvent, tag="response.function_call_arguments.delta", frozen=True
+):
     """More JSON text of a function call's arguments."""
 
     call_id: str
@@ -386,7 +400,9 @@ class ResponseFunctionCallArgumentsDelta(_CallEvent, tag="response.function_call
     obfuscation: str | None = None
 
 
-class ResponseFunctionCallArgumentsDone(_CallEvent, tag="response.function_call_arguments.done"):
+class ResponseFunctionCallArgumentsDone(
+    _CallEvent, tag="response.function_call_arguments.done", frozen=True
+):
     """A function call's complete arguments (the call can be run now)."""
 
     call_id: str
@@ -394,73 +410,75 @@ class ResponseFunctionCallArgumentsDone(_CallEvent, tag="response.function_call_
     arguments: str
 
 
-class ResponseMcpCallArgumentsDelta(_CallEvent, tag="response.mcp_call_arguments.delta"):
+class ResponseMcpCallArgumentsDelta(
+    _CallEvent, tag="response.mcp_call_arguments.delta", frozen=True
+):
     """More JSON text of an MCP call's arguments."""
 
     delta: str
     obfuscation: str | None = None
 
 
-class ResponseMcpCallArgumentsDone(_CallEvent, tag="response.mcp_call_arguments.done"):
+class ResponseMcpCallArgumentsDone(_CallEvent, tag="response.mcp_call_arguments.done", frozen=True):
     """An MCP call's complete arguments."""
 
     arguments: str
 
 
-class _McpCallStatus(_Event):
+class _McpCallStatus(_Event, frozen=True):
     item_id: str
     output_index: int
 
 
-class ResponseMcpCallInProgress(_McpCallStatus, tag="response.mcp_call.in_progress"):
+class ResponseMcpCallInProgress(_McpCallStatus, tag="response.mcp_call.in_progress", frozen=True):
     """The server is calling an MCP tool."""
 
 
-class ResponseMcpCallCompleted(_McpCallStatus, tag="response.mcp_call.completed"):
+class ResponseMcpCallCompleted(_McpCallStatus, tag="response.mcp_call.completed", frozen=True):
     """An MCP tool call succeeded."""
 
 
-class ResponseMcpCallFailed(_McpCallStatus, tag="response.mcp_call.failed"):
+class ResponseMcpCallFailed(_McpCallStatus, tag="response.mcp_call.failed", frozen=True):
     """An MCP tool call failed."""
 
 
-# --- MCP tool listing -------------------------------------------------------------------------------
+# --- MCP tool listing -----------------------------------------------------------------------------
 
 
-class McpListToolsInProgress(_Event, tag="mcp_list_tools.in_progress"):
+class McpListToolsInProgress(_Event, tag="mcp_list_tools.in_progress", frozen=True):
     """The server is listing an MCP server's tools."""
 
     item_id: str
 
 
-class McpListToolsCompleted(_Event, tag="mcp_list_tools.completed"):
+class McpListToolsCompleted(_Event, tag="mcp_list_tools.completed", frozen=True):
     """The MCP tool list is in item ``item_id``."""
 
     item_id: str
 
 
-class McpListToolsFailed(_Event, tag="mcp_list_tools.failed"):
+class McpListToolsFailed(_Event, tag="mcp_list_tools.failed", frozen=True):
     """Listing the MCP server's tools failed."""
 
     item_id: str
 
 
-# --- errors and limits ------------------------------------------------------------------------------
+# --- errors and limits ----------------------------------------------------------------------------
 
 
-class ErrorEvent(_Event, tag="error"):
+class ErrorEvent(_Event, tag="error", frozen=True):
     """The server reports an error; the session stays open (GA: errors are not fatal)."""
 
     error: ErrorInfo
 
 
-class RateLimitsUpdated(_Event, tag="rate_limits.updated"):
+class RateLimitsUpdated(_Event, tag="rate_limits.updated", frozen=True):
     """Limits after the start of a response."""
 
     rate_limits: list[RateLimit]
 
 
-# --- made by the decoder ----------------------------------------------------------------------------
+# --- made by the decoder --------------------------------------------------------------------------
 
 
 class UnknownServerEvent(Struct, kw_only=True, frozen=True):

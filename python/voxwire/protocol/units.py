@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Final, NamedTuple
 
 __all__ = [
-    "PCM16_24K",
     "G711_8K",
+    "PCM16_24K",
     "SampleFormat",
     "bytes_to_samples",
     "ms_to_samples",

@@ -405,17 +405,39 @@ impl Resampler {
     /// Resample `input`, writing exactly `output_len(input.len())` samples to the front of
     /// `output` and returning that count. Fails, consuming nothing, if `output` is too short.
     pub fn process_into(&mut self, input: Pcm<'_>, output: &mut [i16]) -> Result<usize, ProcessError> {
-        let needed = self.output_len(input.len());
+        self.run(input.len(), |pos, dst| input.to_f32(pos, dst), output)
+    }
+
+    /// Like [`Resampler::process_into`] for float audio (full scale +-1.0), without rounding
+    /// or clipping: the same filter and the same stream (int16 and float calls may be mixed).
+    pub fn process_f32_into(&mut self, input: &[f32], output: &mut [f32]) -> Result<usize, ProcessError> {
+        self.run(
+            input.len(),
+            |pos, dst: &mut [f32]| {
+                for (d, &x) in dst.iter_mut().zip(&input[pos..]) {
+                    *d = x * 32768.0;
+                }
+            },
+            output,
+        )
+    }
+
+    fn run<O: OutSample>(
+        &mut self,
+        total: usize,
+        mut fill: impl FnMut(usize, &mut [f32]),
+        output: &mut [O],
+    ) -> Result<usize, ProcessError> {
+        let needed = self.output_len(total);
         if output.len() < needed {
             return Err(ProcessError::OutputTooSmall { needed, given: output.len() });
         }
         let mut written = 0;
         let mut pos = 0;
-        let total = input.len();
         while pos < total {
             let room = self.capacity - self.filled;
             let take = room.min(total - pos);
-            input.to_f32(pos, &mut self.buf[self.filled..self.filled + take]);
+            fill(pos, &mut self.buf[self.filled..self.filled + take]);
             self.filled += take;
             pos += take;
             written += self.produce(&mut output[written..]);
@@ -437,13 +459,16 @@ impl Resampler {
 
     /// How many samples [`Resampler::flush_into`] produces now.
     pub fn flush_len(&self) -> usize {
+        if self.consumed == 0 {
+            return 0; // nothing went in, nothing is owed
+        }
         let total = (self.consumed as f64 * self.l as f64 / self.m as f64 + self.delay_out).ceil() as u64;
         total.saturating_sub(self.produced) as usize
     }
 
     /// Drain the filter: produce the outputs still owed for the input seen so far (as if
     /// silence followed), then [`reset`](Resampler::reset). Returns the count written.
-    pub fn flush_into(&mut self, output: &mut [i16]) -> Result<usize, ProcessError> {
+    pub fn flush_into<O: OutSample>(&mut self, output: &mut [O]) -> Result<usize, ProcessError> {
         let needed = self.flush_len();
         if output.len() < needed {
             return Err(ProcessError::OutputTooSmall { needed, given: output.len() });
@@ -470,7 +495,7 @@ impl Resampler {
     }
 
     /// Compute every output the buffer determines (at most `out.len()`), advancing the phase.
-    fn produce(&mut self, out: &mut [i16]) -> usize {
+    fn produce<O: OutSample>(&mut self, out: &mut [O]) -> usize {
         let lanes = self.l <= LANE_LAYOUT_MAX_PHASES;
         if lanes && self.m > 1 {
             deinterleave(&self.buf, self.filled, self.m, self.stream_stride, &mut self.streams);
@@ -540,6 +565,27 @@ struct Args<'a> {
 
 /// Slack after the history buffer and after each de-interleaved stream, in samples.
 const SLACK: usize = 2 * LANES;
+
+/// An output sample type: the accumulator is in int16 units.
+pub trait OutSample: Copy + Default {
+    /// Convert one accumulator value.
+    fn from_acc(y: f32) -> Self;
+}
+
+impl OutSample for i16 {
+    #[inline(always)]
+    fn from_acc(y: f32) -> Self {
+        to_i16(y)
+    }
+}
+
+impl OutSample for f32 {
+    /// Float audio is full scale at +-1.0; no rounding, no clipping.
+    #[inline(always)]
+    fn from_acc(y: f32) -> Self {
+        y * (1.0 / 32768.0)
+    }
+}
 
 /// Round to nearest (ties to even) and saturate to i16.
 #[inline(always)]
@@ -668,7 +714,7 @@ fn locate(a: &Args<'_>, st: &State, n: usize) -> (usize, usize) {
 /// outputs at a time. Every output gets the same arithmetic whatever its neighbours, which is
 /// what makes chunking invisible.
 #[inline(always)]
-unsafe fn dot_groups<V: F32x8>(a: &Args<'_>, st: &State, count: usize, out: &mut [i16]) {
+unsafe fn dot_groups<V: F32x8, O: OutSample>(a: &Args<'_>, st: &State, count: usize, out: &mut [O]) {
     let padded = a.padded;
     let mut n = 0;
     while n < count {
@@ -703,7 +749,7 @@ unsafe fn dot_groups<V: F32x8>(a: &Args<'_>, st: &State, count: usize, out: &mut
                 }
                 w /= 2;
             }
-            out[n + g] = to_i16(v[0]);
+            out[n + g] = O::from_acc(v[0]);
         }
         n += GROUP;
     }
@@ -719,7 +765,7 @@ unsafe fn dot_groups<V: F32x8>(a: &Args<'_>, st: &State, count: usize, out: &mut
 /// loop walks one stream. Vectors are batched `GROUP` at a time within one phase, so a batch
 /// shares its runs — and a phase that is a pure delay costs one tap.
 #[inline(always)]
-unsafe fn lane_groups<V: F32x8>(a: &Args<'_>, st: &State, count: usize, out: &mut [i16]) {
+unsafe fn lane_groups<V: F32x8, O: OutSample>(a: &Args<'_>, st: &State, count: usize, out: &mut [O]) {
     let (l, m, taps) = (a.l, a.m, a.taps);
     let block = LANES * l;
     let base = if m == 1 { a.buf.as_ptr() } else { a.streams.as_ptr() };
@@ -770,7 +816,7 @@ unsafe fn lane_groups<V: F32x8>(a: &Args<'_>, st: &State, count: usize, out: &mu
                 // SAFETY: F32x8 contract.
                 let v = unsafe { acc[g].to_array() };
                 for (j, &y) in v.iter().enumerate().take((count - n0).div_ceil(l).min(LANES)) {
-                    out[n0 + j * l] = to_i16(y);
+                    out[n0 + j * l] = O::from_acc(y);
                 }
             }
             vi += GROUP;
@@ -779,15 +825,15 @@ unsafe fn lane_groups<V: F32x8>(a: &Args<'_>, st: &State, count: usize, out: &mu
 }
 
 #[inline(always)]
-unsafe fn produce_with<V: F32x8>(a: &Args<'_>, st: &mut State, out: &mut [i16]) -> usize {
+unsafe fn produce_with<V: F32x8, O: OutSample>(a: &Args<'_>, st: &mut State, out: &mut [O]) -> usize {
     let count = available(a, st, out.len());
     if count > 0 {
         if a.lanes {
             // SAFETY: forwarded F32x8 contract.
-            unsafe { lane_groups::<V>(a, st, count, out) };
+            unsafe { lane_groups::<V, O>(a, st, count, out) };
         } else {
             // SAFETY: forwarded F32x8 contract.
-            unsafe { dot_groups::<V>(a, st, count, out) };
+            unsafe { dot_groups::<V, O>(a, st, count, out) };
         }
         let (p, idx) = locate(a, st, count);
         st.phase = p;
@@ -796,17 +842,17 @@ unsafe fn produce_with<V: F32x8>(a: &Args<'_>, st: &mut State, out: &mut [i16]) 
     count
 }
 
-fn produce_portable(a: &Args<'_>, st: &mut State, out: &mut [i16]) -> usize {
+fn produce_portable<O: OutSample>(a: &Args<'_>, st: &mut State, out: &mut [O]) -> usize {
     // aarch64 has fused multiply-add in its baseline, so use it there.
     // SAFETY: the portable lanes need no CPU feature; bounds are checked inside.
-    unsafe { produce_with::<simd::Portable<{ cfg!(target_arch = "aarch64") }>>(a, st, out) }
+    unsafe { produce_with::<simd::Portable<{ cfg!(target_arch = "aarch64") }>, O>(a, st, out) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn produce_avx2(a: &Args<'_>, st: &mut State, out: &mut [i16]) -> usize {
+unsafe fn produce_avx2<O: OutSample>(a: &Args<'_>, st: &mut State, out: &mut [O]) -> usize {
     // SAFETY: this function is only called after run-time detection of AVX2 and FMA.
-    unsafe { produce_with::<simd::Avx2>(a, st, out) }
+    unsafe { produce_with::<simd::Avx2, O>(a, st, out) }
 }
 
 /// Fill the de-interleaved streams (lane layout, `M > 1`) from `buf[..filled]`.

@@ -1,6 +1,7 @@
 //! `Resampler` and `to_mono` for Python.
 
 use numpy::{PyArray1, PyArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use voxwire_audio::{Quality, Resampler as CoreResampler};
 
@@ -44,9 +45,39 @@ impl Resampler {
         })
     }
 
+    /// Resample float audio (numpy float32, full scale +-1.0) without rounding or clipping.
+    ///
+    /// Same filter, same stream as ``process`` (calls may be mixed).
+    fn process_float<'py>(&mut self, py: Python<'py>, pcm: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        let arr = pcm.cast::<PyArray1<f32>>().map_err(|_| {
+            PyTypeError::new_err(
+                "process_float expects a 1-D numpy float32 array: convert with x.astype(numpy.float32)",
+            )
+        })?;
+        let ro = arr.try_readonly().map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let owned;
+        let input = match ro.as_slice() {
+            Ok(s) => s,
+            Err(_) => {
+                owned = ro.as_array().to_vec();
+                &owned[..]
+            }
+        };
+        let mut out = vec![0f32; self.inner.output_len(input.len())];
+        self.inner.process_f32_into(input, &mut out).map_err(errors::process)?;
+        Ok(PyArray1::from_vec(py, out))
+    }
+
     /// Produce the samples still owed for the input so far (as if silence followed), then reset.
     fn flush<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<i16>>> {
         let out = self.inner.flush();
+        Ok(PyArray1::from_vec(py, out))
+    }
+
+    /// ``flush`` for float output (float32, full scale +-1.0).
+    fn flush_float<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        let mut out = vec![0f32; self.inner.flush_len()];
+        self.inner.flush_into(&mut out).map_err(errors::process)?;
         Ok(PyArray1::from_vec(py, out))
     }
 

@@ -1,0 +1,477 @@
+"""``RealtimeProtocol``: the client side of a Realtime conversation, without I/O.
+
+In the style of python-websockets' sans-I/O core::
+
+    protocol = RealtimeProtocol()
+    protocol.send_session_update({"instructions": "Be brief.", "voice": "marin"})
+    for frame in protocol.data_to_send():
+        ...  # the I/O layer sends each text frame
+    protocol.receive_text(frame_from_server)
+    for event in protocol.events_received():
+        ...  # typed events, in server order
+
+``receive_text`` never raises: a bad frame becomes a
+:class:`~voxwire.protocol.server_events.ProtocolErrorEvent` and leaves the state as it was.
+The ``send_*`` methods raise only for caller misuse (a bad value, or an operation the state
+does not allow), before anything is queued.
+
+The state is the server's, as acknowledged by the server: the session as of the last
+``session.created`` / ``session.updated``, items as announced, responses as started and ended.
+Client requests are remembered as pending until the server answers them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar, get_args
+
+import msgspec
+
+from voxwire.exceptions import InvalidState
+from voxwire.protocol import server_events as se
+from voxwire.protocol.audio_ledger import AudioLedger, SegmentKey
+from voxwire.protocol.beta import decode_beta_server_event
+from voxwire.protocol.client_events import (
+    ClientEvent,
+    ConversationItemCreate,
+    ConversationItemDelete,
+    ConversationItemRetrieve,
+    ConversationItemTruncate,
+    InputAudioBufferAppend,
+    InputAudioBufferClear,
+    InputAudioBufferCommit,
+    OutputAudioBufferClear,
+    ResponseCancel,
+    ResponseCreate,
+    ResponseCreateParams,
+    SessionUpdate,
+)
+from voxwire.protocol.codec import decode_server_event, encode_event
+from voxwire.protocol.config import SessionConfig
+from voxwire.protocol.conversation import ConversationState
+from voxwire.protocol.gate import NOTHING, GateState, ResponseGate
+from voxwire.protocol.history import plan_history
+from voxwire.protocol.ids import CounterIds, IdFactory
+from voxwire.protocol.interruption import plan_interruption
+from voxwire.protocol.items import Item
+from voxwire.protocol.objects import Response, ResponseStatus
+from voxwire.protocol.responses import ResponseRecord, ResponseRecords
+from voxwire.protocol.server_events import ReceivedEvent
+from voxwire.protocol.units import PCM16_24K, SampleFormat
+
+__all__ = ["RealtimeProtocol"]
+
+_E = TypeVar("_E", bound=ClientEvent)
+_RESPONSE_STATUSES = frozenset(get_args(ResponseStatus))
+
+
+class RealtimeProtocol:
+    """Client-side Realtime protocol state machine (GA events; beta servers with ``beta=True``).
+
+    ``ids`` makes the ``event_id`` of every client event and the ids of client-created items;
+    the default counts deterministically (``vx_evt_1``, ``vx_item_1`` …).
+    """
+
+    def __init__(self, *, beta: bool = False, ids: IdFactory | None = None) -> None:
+        self._beta = beta
+        self._ids: IdFactory = ids if ids is not None else CounterIds()
+        self._received: list[ReceivedEvent] = []
+        self._outgoing: list[str] = []
+        self._session: SessionConfig | None = None
+        self._conversation = ConversationState()
+        self._ledger = AudioLedger()
+        self._responses = ResponseRecords()
+        self._gate = ResponseGate()
+        # Item creates/deletes awaiting the server's answer: event_id -> item_id.
+        self._item_requests: dict[str, str] = {}
+
+    # --- state ------------------------------------------------------------------------------------
+
+    @property
+    def beta(self) -> bool:
+        """Beta event names are understood and mapped to GA events."""
+        return self._beta
+
+    @property
+    def session(self) -> SessionConfig | None:
+        """The session as the server last acknowledged it (``None`` before ``session.created``)."""
+        return self._session
+
+    @property
+    def conversation(self) -> ConversationState:
+        """Items in server order, transcripts and truncations."""
+        return self._conversation
+
+    @property
+    def audio(self) -> AudioLedger:
+        """Output audio received, per (item_id, content_index)."""
+        return self._ledger
+
+    @property
+    def responses(self) -> ResponseRecords:
+        """Every response seen, with status, output items, usage and interruption marks."""
+        return self._responses
+
+    @property
+    def gate_state(self) -> GateState:
+        """IDLE, REQUESTED or ACTIVE (see :mod:`voxwire.protocol.gate`)."""
+        return self._gate.state
+
+    @property
+    def can_create_response(self) -> bool:
+        """A ``response.create`` sent now would not collide with a response in progress."""
+        return self._gate.state is GateState.IDLE
+
+    @property
+    def held_response_creates(self) -> int:
+        """Requests waiting for the current response to end."""
+        return len(self._gate.held)
+
+    @property
+    def active_response(self) -> ResponseRecord | None:
+        """The newest response in progress."""
+        in_progress = self._gate.in_progress
+        return self._responses.get(in_progress[-1]) if in_progress else None
+
+    def audio_received_samples(self, item_id: str, content_index: int = 0) -> int:
+        """Samples of output audio received for one content part of one item."""
+        segment = self._ledger.get((item_id, content_index))
+        return segment.received_samples if segment is not None else 0
+
+    # --- I/O boundary -----------------------------------------------------------------------------
+
+    def receive_text(self, data: str | bytes) -> None:
+        """Take one text frame from the server. Never raises."""
+        events = decode_beta_server_event(data) if self._beta else [decode_server_event(data)]
+        for event in events:
+            handler = _HANDLERS.get(type(event))
+            if handler is None or handler(self, event):
+                self._received.append(event)
+
+    def events_received(self) -> list[ReceivedEvent]:
+        """The events received since the last call, in order (deltas of interrupted responses
+        and of deleted items are left out)."""
+        events, self._received = self._received, []
+        return events
+
+    def data_to_send(self) -> list[str]:
+        """The text frames to send since the last call, in order."""
+        frames, self._outgoing = self._outgoing, []
+        return frames
+
+    # --- sending ----------------------------------------------------------------------------------
+
+    def send_session_update(self, config: SessionConfig | Mapping[str, Any]) -> SessionUpdate:
+        """Ask for session changes; legacy and camelCase mappings are normalised first.
+
+        :attr:`session` changes when the server answers with ``session.updated``.
+        """
+        session = (
+            config if isinstance(config, SessionConfig) else SessionConfig.from_mapping(config)
+        )
+        return self._queue(SessionUpdate(session=session))
+
+    def send_input_audio(self, audio: bytes) -> InputAudioBufferAppend:
+        """Append audio, in the session's input format, to the server's input buffer."""
+        return self._queue(InputAudioBufferAppend(audio=bytes(audio)))
+
+    def send_input_audio_commit(self) -> InputAudioBufferCommit:
+        return self._queue(InputAudioBufferCommit())
+
+    def send_input_audio_clear(self) -> InputAudioBufferClear:
+        return self._queue(InputAudioBufferClear())
+
+    def send_output_audio_clear(self) -> OutputAudioBufferClear:
+        """WebRTC/SIP only: make the server stop playing out audio."""
+        return self._queue(OutputAudioBufferClear())
+
+    def send_item_create(
+        self, item: Item, *, previous_item_id: str | None = None
+    ) -> ConversationItemCreate:
+        """Add an item; it gets a client-made id if it has none, so it can be referred to (for
+        example as the ``previous_item_id`` of the next item) before the server announces it."""
+        if item.id is None:
+            item = msgspec.structs.replace(item, id=self._ids("item"))
+        event = self._queue(ConversationItemCreate(item=item, previous_item_id=previous_item_id))
+        self._conversation.create_sent(item)
+        self._track_item_request(event, item.id)
+        return event
+
+    def send_item_retrieve(self, item_id: str) -> ConversationItemRetrieve:
+        return self._queue(ConversationItemRetrieve(item_id=item_id))
+
+    def send_item_delete(self, item_id: str) -> ConversationItemDelete:
+        event = self._queue(ConversationItemDelete(item_id=item_id))
+        self._track_item_request(event, item_id)
+        return event
+
+    def send_item_truncate(
+        self, item_id: str, content_index: int, audio_end_ms: int
+    ) -> ConversationItemTruncate:
+        """Cut an item's audio; ``audio_end_ms`` is clamped to the audio received for it."""
+        segment = self._ledger.get((item_id, content_index))
+        if segment is not None:
+            audio_end_ms = min(audio_end_ms, segment.received_ms)
+        return self._queue(
+            ConversationItemTruncate(
+                item_id=item_id, content_index=content_index, audio_end_ms=audio_end_ms
+            )
+        )
+
+    def send_response_create(
+        self, params: ResponseCreateParams | None = None
+    ) -> ResponseCreate | None:
+        """Ask for a response: sent now if the gate is IDLE (returned), else held (``None``).
+
+        Held requests coalesce and go, oldest first, when the response in progress ends.
+        """
+        self._gate.hold(params)
+        return self._release_held_create()
+
+    def send_response_cancel(self) -> ResponseCancel | None:
+        """Cancel the newest response in progress, once; ``None`` if there is nothing to cancel
+        (GA answers a cancel without an active response with an error)."""
+        record = self.active_response
+        if record is None or record.cancel_sent:
+            return None
+        record.cancel_sent = True
+        return self._queue(ResponseCancel(response_id=record.id))
+
+    def interrupt(
+        self, played_samples: Mapping[SegmentKey, int], *, cancel_response: bool = True
+    ) -> list[ClientEvent]:
+        """The user interrupted: cancel, truncate what was heard, delete what was not.
+
+        ``played_samples`` maps ``(item_id, content_index)`` to the exact samples played, from
+        the playback clock. Pass ``cancel_response=False`` when the server cancels by itself
+        (server VAD with ``interrupt_response: true``). Deltas of the interrupted responses that
+        arrive later are dropped. Returns the events queued (see
+        :mod:`voxwire.protocol.interruption` for the rules).
+        """
+        plan = plan_interruption(
+            self._ledger.segments(),
+            played_samples,
+            in_progress=self._gate.in_progress,
+            in_conversation=self._conversation.__contains__,
+        )
+        events: list[ClientEvent] = []
+        if cancel_response:
+            cancel = self.send_response_cancel()
+            if cancel is not None:
+                events.append(cancel)
+        for response_id in (*self._gate.in_progress, *plan.response_ids):
+            self._responses.record(response_id).interrupted = True
+        for item_id, content_index, audio_end_ms in plan.truncations:
+            events.append(self.send_item_truncate(item_id, content_index, audio_end_ms))
+        events.extend(self.send_item_delete(item_id) for item_id in plan.deletions)
+        return events
+
+    def update_history(self, desired: Sequence[Item]) -> list[ClientEvent]:
+        """Queue the deletes and creates that turn the conversation into ``desired``.
+
+        Raises :class:`~voxwire.exceptions.HistoryError` if ``desired`` cannot be reached, and
+        :class:`~voxwire.exceptions.InvalidState` while earlier item changes are unanswered
+        (the plan would be made against a conversation about to change).
+        """
+        if self._item_requests:
+            raise InvalidState(
+                f"{len(self._item_requests)} item create/delete request(s) are unanswered; "
+                "call update_history again after conversation.item.added / .deleted arrive"
+            )
+        events: list[ClientEvent] = []
+        for event in plan_history(self._conversation.items(), desired, lambda: self._ids("item")):
+            if isinstance(event, ConversationItemDelete):
+                events.append(self.send_item_delete(event.item_id))
+            else:
+                events.append(
+                    self.send_item_create(event.item, previous_item_id=event.previous_item_id)
+                )
+        return events
+
+    # --- internals: sending -----------------------------------------------------------------------
+
+    def _queue(self, event: _E) -> _E:
+        if event.event_id is None:
+            event = msgspec.structs.replace(event, event_id=self._ids("event"))
+        self._outgoing.append(encode_event(event))
+        return event
+
+    def _track_item_request(self, event: ClientEvent, item_id: str | None) -> None:
+        if event.event_id is not None and item_id is not None:
+            self._item_requests[event.event_id] = item_id
+
+    def _item_answered(self, item_id: str) -> None:
+        for event_id in [eid for eid, iid in self._item_requests.items() if iid == item_id]:
+            del self._item_requests[event_id]
+
+    def _release_held_create(self) -> ResponseCreate | None:
+        params = self._gate.release()
+        if params is NOTHING:
+            return None
+        event_id = self._ids("event")
+        event = self._queue(ResponseCreate(event_id=event_id, response=params))
+        self._gate.create_sent(event_id)
+        return event
+
+    @property
+    def _sample_format(self) -> SampleFormat:
+        return self._session.output_sample_format if self._session is not None else PCM16_24K
+
+    # --- internals: receiving (one handler per event type; False drops the event) -----------------
+
+    def _on_session(self, event: se.SessionCreated | se.SessionUpdated) -> bool:
+        self._session = event.session
+        return True
+
+    def _on_item_added(self, event: se.ConversationItemAdded | se.ConversationItemCreated) -> bool:
+        self._conversation.item_added(event.item, event.previous_item_id)
+        if event.item.id is not None:
+            self._item_answered(event.item.id)
+        return True
+
+    def _on_item_done(self, event: se.ConversationItemDone) -> bool:
+        self._conversation.item_done(event.item, event.previous_item_id)
+        return True
+
+    def _on_item_deleted(self, event: se.ConversationItemDeleted) -> bool:
+        self._conversation.item_deleted(event.item_id)
+        self._ledger.forget_item(event.item_id)
+        self._item_answered(event.item_id)
+        return True
+
+    def _on_item_truncated(self, event: se.ConversationItemTruncated) -> bool:
+        self._conversation.item_truncated(event.item_id, event.content_index, event.audio_end_ms)
+        self._ledger.truncated((event.item_id, event.content_index), event.audio_end_ms)
+        return True
+
+    def _on_response_created(self, event: se.ResponseCreated) -> bool:
+        response_id = event.response.id
+        if response_id is not None:
+            self._responses.created(event.response, response_id)
+            self._gate.response_created(response_id)
+        return True
+
+    def _on_response_done(self, event: se.ResponseDone) -> bool:
+        if event.response.id is not None:
+            self._finish_response(event.response.id, event.response)
+        return True
+
+    def _finish_response(self, response_id: str, response: Response) -> None:
+        self._responses.done(response, response_id)
+        self._gate.response_done(response_id)
+        self._release_held_create()
+
+    def _on_output_item(
+        self, event: se.ResponseOutputItemAdded | se.ResponseOutputItemDone
+    ) -> bool:
+        self._conversation.output_item(event.item, event.response_id)
+        self._responses.output_item(event.response_id, event.item.id)
+        return True
+
+    def _dropped(self, response_id: str, item_id: str) -> bool:
+        """Deltas of an interrupted response or a deleted item are not handed out."""
+        return self._responses.is_interrupted(response_id) or self._conversation.is_deleted(item_id)
+
+    def _on_audio_delta(self, event: se.ResponseOutputAudioDelta) -> bool:
+        if self._dropped(event.response_id, event.item_id):
+            return False
+        self._ledger.received(
+            (event.item_id, event.content_index),
+            event.response_id,
+            len(event.delta),
+            self._sample_format,
+        )
+        return True
+
+    def _on_audio_done(self, event: se.ResponseOutputAudioDone) -> bool:
+        self._ledger.audio_done((event.item_id, event.content_index))
+        return True
+
+    def _on_text_delta(
+        self, event: se.ResponseOutputAudioTranscriptDelta | se.ResponseOutputTextDelta
+    ) -> bool:
+        if self._dropped(event.response_id, event.item_id):
+            return False
+        self._conversation.transcript_delta(event.item_id, event.content_index, event.delta)
+        return True
+
+    def _on_transcript_done(self, event: se.ResponseOutputAudioTranscriptDone) -> bool:
+        if not self._responses.is_interrupted(event.response_id):
+            self._conversation.transcript_done(event.item_id, event.content_index, event.transcript)
+        return True
+
+    def _on_text_done(self, event: se.ResponseOutputTextDone) -> bool:
+        if not self._responses.is_interrupted(event.response_id):
+            self._conversation.transcript_done(event.item_id, event.content_index, event.text)
+        return True
+
+    def _on_input_transcript_delta(self, event: se.InputAudioTranscriptionDelta) -> bool:
+        if event.delta:
+            self._conversation.transcript_delta(
+                event.item_id, event.content_index or 0, event.delta
+            )
+        return True
+
+    def _on_input_transcript_done(self, event: se.InputAudioTranscriptionCompleted) -> bool:
+        self._conversation.transcript_done(event.item_id, event.content_index, event.transcript)
+        return True
+
+    def _on_arguments_delta(
+        self, event: se.ResponseFunctionCallArgumentsDelta | se.ResponseMcpCallArgumentsDelta
+    ) -> bool:
+        return not self._dropped(event.response_id, event.item_id)
+
+    def _on_error(self, event: se.ErrorEvent) -> bool:
+        event_id = event.error.event_id
+        self._gate.error(event_id)
+        if event_id is not None and event_id in self._item_requests:
+            # The create or delete failed: stop waiting for it.
+            self._conversation.create_failed(self._item_requests.pop(event_id))
+        self._release_held_create()
+        return True
+
+    def _on_protocol_error(self, event: se.ProtocolErrorEvent) -> bool:
+        """Leave the state alone — except that a ``response.done`` too broken to read still ends
+        its response, or the gate would wait for it forever."""
+        if event.event_type == "response.done" and event.raw is not None:
+            response = event.raw.get("response")
+            response_id = response.get("id") if isinstance(response, dict) else None
+            if isinstance(response_id, str) and isinstance(response, dict):
+                status = response.get("status")
+                self._finish_response(
+                    response_id,
+                    Response(
+                        id=response_id, status=status if status in _RESPONSE_STATUSES else None
+                    ),
+                )
+        return True
+
+
+_Handler = Callable[[RealtimeProtocol, Any], bool]
+
+#: Server event type -> handler. Types not listed change no state and are handed out as they are.
+_HANDLERS: dict[type, _Handler] = {
+    se.SessionCreated: RealtimeProtocol._on_session,
+    se.SessionUpdated: RealtimeProtocol._on_session,
+    se.ConversationItemAdded: RealtimeProtocol._on_item_added,
+    se.ConversationItemCreated: RealtimeProtocol._on_item_added,
+    se.ConversationItemDone: RealtimeProtocol._on_item_done,
+    se.ConversationItemDeleted: RealtimeProtocol._on_item_deleted,
+    se.ConversationItemTruncated: RealtimeProtocol._on_item_truncated,
+    se.ResponseCreated: RealtimeProtocol._on_response_created,
+    se.ResponseDone: RealtimeProtocol._on_response_done,
+    se.ResponseOutputItemAdded: RealtimeProtocol._on_output_item,
+    se.ResponseOutputItemDone: RealtimeProtocol._on_output_item,
+    se.ResponseOutputAudioDelta: RealtimeProtocol._on_audio_delta,
+    se.ResponseOutputAudioDone: RealtimeProtocol._on_audio_done,
+    se.ResponseOutputAudioTranscriptDelta: RealtimeProtocol._on_text_delta,
+    se.ResponseOutputTextDelta: RealtimeProtocol._on_text_delta,
+    se.ResponseOutputAudioTranscriptDone: RealtimeProtocol._on_transcript_done,
+    se.ResponseOutputTextDone: RealtimeProtocol._on_text_done,
+    se.InputAudioTranscriptionDelta: RealtimeProtocol._on_input_transcript_delta,
+    se.InputAudioTranscriptionCompleted: RealtimeProtocol._on_input_transcript_done,
+    se.ResponseFunctionCallArgumentsDelta: RealtimeProtocol._on_arguments_delta,
+    se.ResponseMcpCallArgumentsDelta: RealtimeProtocol._on_arguments_delta,
+    se.ErrorEvent: RealtimeProtocol._on_error,
+    se.ProtocolErrorEvent: RealtimeProtocol._on_protocol_error,
+}
