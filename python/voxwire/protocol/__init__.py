@@ -72,9 +72,11 @@ from voxwire.protocol.conversation import (
     ConversationState,
 )
 from voxwire.protocol.gate import (
+    TRANSITIONS,
     GateState,
     GateTrigger,
     ResponseGate,
+    next_state,
 )
 from voxwire.protocol.history import (
     plan_history,
@@ -216,6 +218,7 @@ __all__ = [
     "PCMU",
     "ROOT",
     "SERVER_EVENT_TYPES",
+    "TRANSITIONS",
     "AudioConfig",
     "AudioFormat",
     "AudioInputConfig",
@@ -365,6 +368,7 @@ __all__ = [
     "encode_event",
     "function_call_output",
     "ms_to_samples",
+    "next_state",
     "parse_object",
     "plan_history",
     "plan_interruption",

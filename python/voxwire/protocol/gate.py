@@ -36,7 +36,7 @@ from typing import Final
 
 from voxwire.protocol.client_events import ResponseCreateParams
 
-__all__ = ["GateState", "GateTrigger", "ResponseGate"]
+__all__ = ["TRANSITIONS", "GateState", "GateTrigger", "ResponseGate", "next_state"]
 
 
 class GateState(enum.Enum):
@@ -66,6 +66,12 @@ TRANSITIONS: Final[dict[tuple[GateState, GateTrigger], GateState]] = {
     (ACTIVE, GateTrigger.RESPONSE_CREATED): ACTIVE,
     (ACTIVE, GateTrigger.LAST_RESPONSE_DONE): IDLE,
 }
+
+
+
+def next_state(state: GateState, trigger: GateTrigger) -> GateState:
+    """The state after ``trigger``: the table's answer, or ``state`` for an unlisted pair."""
+    return TRANSITIONS.get((state, trigger), state)
 
 
 class ResponseGate:
@@ -100,7 +106,7 @@ class ResponseGate:
         return tuple(self._held)
 
     def _fire(self, trigger: GateTrigger) -> None:
-        self._state = TRANSITIONS.get((self._state, trigger), self._state)
+        self._state = next_state(self._state, trigger)
 
     def hold(self, params: ResponseCreateParams | None) -> None:
         """Keep a request for later; an equal request already held absorbs it."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
+from voxwire.exceptions import ConfigurationError
+
 __all__ = ["CounterIds", "IdFactory", "IdKind"]
 
 #: What an id is for: a client event's ``event_id`` or a client-created item's ``id``.
@@ -32,7 +34,7 @@ class CounterIds:
 
     def __init__(self, prefix: str = "vx") -> None:
         if not prefix or len(prefix) > _MAX_PREFIX_CHARS or not prefix.isidentifier():
-            raise ValueError(
+            raise ConfigurationError(
                 f"id prefix must be 1..{_MAX_PREFIX_CHARS} identifier characters, got {prefix!r}"
             )
         self._prefix = prefix

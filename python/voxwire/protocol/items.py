@@ -114,7 +114,7 @@ class MessageItem(_Item, tag="message", kw_only=True, frozen=True):
     """A message; which content part types are allowed depends on ``role``."""
 
     role: Role
-    content: list[ContentPart] = []
+    content: list[ContentPart]
 
 
 class FunctionCallItem(_Item, tag="function_call", kw_only=True, frozen=True):

@@ -128,6 +128,11 @@ class RealtimeProtocol:
         return len(self._gate.held)
 
     @property
+    def responses_in_progress(self) -> tuple[str, ...]:
+        """Ids of the responses started and not yet done, oldest first."""
+        return self._gate.in_progress
+
+    @property
     def active_response(self) -> ResponseRecord | None:
         """The newest response in progress."""
         in_progress = self._gate.in_progress
@@ -347,7 +352,7 @@ class RealtimeProtocol:
     def _on_response_created(self, event: se.ResponseCreated) -> bool:
         response_id = event.response.id
         if response_id is not None:
-            self._responses.created(event.response, response_id)
+            self._responses.created(response_id)
             self._gate.response_created(response_id)
         return True
 
@@ -403,6 +408,13 @@ class RealtimeProtocol:
     def _on_text_done(self, event: se.ResponseOutputTextDone) -> bool:
         if not self._responses.is_interrupted(event.response_id):
             self._conversation.transcript_done(event.item_id, event.content_index, event.text)
+        return True
+
+    def _on_part_done(self, event: se.ResponseContentPartDone) -> bool:
+        part = event.part
+        text = part.transcript if part.transcript is not None else part.text
+        if text is not None and not self._responses.is_interrupted(event.response_id):
+            self._conversation.transcript_done(event.item_id, event.content_index, text)
         return True
 
     def _on_input_transcript_delta(self, event: se.InputAudioTranscriptionDelta) -> bool:
@@ -468,6 +480,7 @@ _HANDLERS: dict[type, _Handler] = {
     se.ResponseOutputTextDelta: RealtimeProtocol._on_text_delta,
     se.ResponseOutputAudioTranscriptDone: RealtimeProtocol._on_transcript_done,
     se.ResponseOutputTextDone: RealtimeProtocol._on_text_done,
+    se.ResponseContentPartDone: RealtimeProtocol._on_part_done,
     se.InputAudioTranscriptionDelta: RealtimeProtocol._on_input_transcript_delta,
     se.InputAudioTranscriptionCompleted: RealtimeProtocol._on_input_transcript_done,
     se.ResponseFunctionCallArgumentsDelta: RealtimeProtocol._on_arguments_delta,

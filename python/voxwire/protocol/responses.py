@@ -14,7 +14,9 @@ class ResponseRecord:
     """One response, from ``response.created`` to ``response.done``."""
 
     id: str
-    status: ResponseStatus | None = "in_progress"
+    status: ResponseStatus | None = None
+    """``in_progress`` from ``response.created`` on; ``None`` until then (events about a response
+    can arrive before its start) and when ``response.done`` gave no readable status."""
     output_item_ids: list[str] = field(default_factory=list)
     status_details: StatusDetails | None = None
     usage: Usage | None = None
@@ -47,9 +49,10 @@ class ResponseRecords:
             record = self._records[response_id] = ResponseRecord(id=response_id)
         return record
 
-    def created(self, response: Response, response_id: str) -> ResponseRecord:
+    def created(self, response_id: str) -> ResponseRecord:
+        # response.created means the response started, whatever else its object says.
         record = self.record(response_id)
-        record.status = response.status or "in_progress"
+        record.status = "in_progress"
         return record
 
     def output_item(self, response_id: str, item_id: str | None) -> None:

@@ -3,8 +3,14 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use voxwire_audio::{Pcm, Quality, Resampler};
 
-const PAIRS: [(u32, u32); 6] =
-    [(48_000, 24_000), (44_100, 24_000), (16_000, 24_000), (24_000, 48_000), (24_000, 16_000), (8_000, 24_000)];
+const PAIRS: [(u32, u32); 6] = [
+    (48_000, 24_000),
+    (44_100, 24_000),
+    (16_000, 24_000),
+    (24_000, 48_000),
+    (24_000, 16_000),
+    (8_000, 24_000),
+];
 
 fn signal(n: usize) -> Vec<i16> {
     // A deterministic mix of tones; content does not change the cost, only realism.
@@ -25,7 +31,7 @@ fn resample_20ms(c: &mut Criterion) {
             let mut r = Resampler::new(a, b, q).unwrap();
             let mut out = vec![0i16; chunk * 4 + 16];
             g.throughput(Throughput::Elements(chunk as u64));
-            g.bench_with_input(BenchmarkId::new(format!("{}", q.name()), format!("{a}->{b}")), &input, |bch, inp| {
+            g.bench_with_input(BenchmarkId::new(q.name(), format!("{a}->{b}")), &input, |bch, inp| {
                 bch.iter(|| r.process_into(Pcm::Samples(inp), &mut out).unwrap())
             });
         }

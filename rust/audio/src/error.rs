@@ -63,11 +63,9 @@ impl fmt::Display for ConfigError {
                  phases (at most {max_phases} are allowed): pick rates with a larger common divisor, \
                  e.g. one of 8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000"
             ),
-            ConfigError::InvalidChannels { value } => write!(
-                f,
-                "channels={value} is not allowed: expected 1..={}",
-                crate::MAX_CHANNELS
-            ),
+            ConfigError::InvalidChannels { value } => {
+                write!(f, "channels={value} is not allowed: expected 1..={}", crate::MAX_CHANNELS)
+            }
             ConfigError::InvalidCapacity { value } => write!(
                 f,
                 "capacity={value} samples is not allowed: expected 1..={}",

@@ -151,7 +151,8 @@ static ALAW_DECODE: [i16; 256] = {
         let step = (c & 0x0F) as i32;
         // Middle of the interval in 12-bit magnitude units (half a step = 0.5 << (segment - 1)),
         // scaled to 16 bits (x 16). Segment 0 has no implied leading one.
-        let magnitude = if segment == 0 { (2 * step + 1) * 8 } else { ((2 * step + 33) * 8) << (segment - 1) };
+        let magnitude =
+            if segment == 0 { (2 * step + 1) * 8 } else { ((2 * step + 33) * 8) << (segment - 1) };
         t[code] = if c & 0x80 != 0 { magnitude as i16 } else { -magnitude as i16 };
         code += 1;
     }
@@ -198,6 +199,9 @@ mod tests {
             alaw_encode(Pcm::Samples(&samples), &mut [0u8; 4]),
             Err(ProcessError::OutputTooSmall { needed: 5, given: 4 })
         );
-        assert_eq!(ulaw_decode(&a, &mut [0i16; 3]), Err(ProcessError::OutputTooSmall { needed: 5, given: 3 }));
+        assert_eq!(
+            ulaw_decode(&a, &mut [0i16; 3]),
+            Err(ProcessError::OutputTooSmall { needed: 5, given: 3 })
+        );
     }
 }

@@ -134,7 +134,13 @@ impl PlaybackClock {
     ///
     /// Zero-length pushes are recorded too: the item is then known, with nothing queued.
     /// Allocates only when a new item starts (its segment record), never per chunk of one item.
-    pub fn push(&mut self, item_id: &str, content_index: u32, item_rate_hz: NonZeroU32, pcm: Pcm<'_>) -> usize {
+    pub fn push(
+        &mut self,
+        item_id: &str,
+        content_index: u32,
+        item_rate_hz: NonZeroU32,
+        pcm: Pcm<'_>,
+    ) -> usize {
         let start = self.producer.pushed_samples();
         let n = self.producer.push_pcm(pcm);
         match self.segments.back_mut() {

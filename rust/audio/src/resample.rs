@@ -42,6 +42,9 @@
 //! vectorises there). The choice is made once at construction; a given machine always computes
 //! the same bits.
 
+// The kernels walk several parallel arrays (accumulators, pointers, rows) by one index.
+#![allow(clippy::needless_range_loop)]
+
 use crate::error::{ConfigError, ProcessError};
 use crate::pcm::Pcm;
 
@@ -710,48 +713,97 @@ fn locate(a: &Args<'_>, st: &State, n: usize) -> (usize, usize) {
     ((t % a.l as u64) as usize, st.next_idx + (t / a.l as u64) as usize)
 }
 
-/// Dot layout (many phases): each output is one dot product over its padded row, `GROUP`
-/// outputs at a time. Every output gets the same arithmetic whatever its neighbours, which is
+/// Dot layout (many phases): each output is one dot product over its padded row. Outputs
+/// that share a phase (`n, n+L, n+2L, ...`) are computed together so one coefficient load
+/// feeds several FMAs. Every output gets the same arithmetic whatever its neighbours, which is
 /// what makes chunking invisible.
 #[inline(always)]
 unsafe fn dot_groups<V: F32x8, O: OutSample>(a: &Args<'_>, st: &State, count: usize, out: &mut [O]) {
+    let l = a.l;
+    for slot in 0..l.min(count) {
+        let (p, idx0) = locate(a, st, slot);
+        assert!((p + 1) * a.padded <= a.rows.len());
+        let row = a.rows[p * a.padded..].as_ptr();
+        let outputs = (count - slot).div_ceil(l);
+        let mut j = 0;
+        while j < outputs {
+            // Outputs L apart share the phase and their windows are M inputs apart.
+            let (n0, i0) = (slot + j * l, idx0 + j * a.m);
+            // SAFETY (all three): forwarded F32x8 contract; `row` has `padded` floats.
+            match outputs - j {
+                1 => unsafe { dot_same_phase::<V, O, 1>(a, row, n0, i0, out) },
+                2 | 3 => unsafe { dot_same_phase::<V, O, 2>(a, row, n0, i0, out) },
+                _ => unsafe { dot_same_phase::<V, O, 4>(a, row, n0, i0, out) },
+            }
+            j += match outputs - j {
+                1 => 1,
+                2 | 3 => 2,
+                _ => 4,
+            };
+        }
+    }
+}
+
+/// `G` outputs `n0, n0 + L, ...` of one phase (row `row`), the first with newest input `i0`,
+/// written to `out`.
+#[inline(always)]
+unsafe fn dot_same_phase<V: F32x8, O: OutSample, const G: usize>(
+    a: &Args<'_>,
+    row: *const f32,
+    n0: usize,
+    i0: usize,
+    out: &mut [O],
+) {
     let padded = a.padded;
-    let mut n = 0;
-    while n < count {
-        let mut rows = [std::ptr::null::<f32>(); GROUP];
-        let mut wins = [std::ptr::null::<f32>(); GROUP];
-        for g in 0..GROUP {
-            // Past the end, repeat the last real output; its duplicate is computed and dropped.
-            let (p, idx) = locate(a, st, (n + g).min(count - 1));
-            assert!(idx < a.filled && (p + 1) * padded <= a.rows.len());
-            rows[g] = a.rows[p * padded..].as_ptr();
-            wins[g] = a.buf[idx + 1 - padded..].as_ptr();
-        }
-        // SAFETY: F32x8 contract holds (see the dispatch in `produce`).
-        let mut acc = [unsafe { V::zero() }; GROUP];
-        let mut k = 0;
-        while k < padded {
-            for g in 0..GROUP {
-                // SAFETY: row g has `padded` floats from rows[g]; the window has `padded` floats
-                // ending at x[idx] < filled (asserted above); k + 8 <= padded.
-                acc[g] = unsafe { V::load(rows[g].add(k)).mul_add(V::load(wins[g].add(k)), acc[g]) };
+    let mut wins = [std::ptr::null::<f32>(); G];
+    for (g, w) in wins.iter_mut().enumerate() {
+        let idx = i0 + g * a.m;
+        assert!(idx < a.filled && idx + 1 >= padded);
+        *w = a.buf[idx + 1 - padded..].as_ptr();
+    }
+    // Two accumulators per output (even and odd 8-tap chunks) double the FMA chains in
+    // flight; every output uses this same split, whatever G, so its bits never depend on G.
+    // SAFETY: F32x8 contract holds (see the dispatch in `produce`).
+    let mut acc0 = [unsafe { V::zero() }; G];
+    let mut acc1 = acc0;
+    let mut k = 0;
+    while k + 2 * LANES <= padded {
+        // SAFETY: the row has `padded` floats; each window has `padded` floats ending at
+        // x[idx] < filled (asserted above); k + 16 <= padded.
+        let (c0, c1) = unsafe { (V::load(row.add(k)), V::load(row.add(k + LANES))) };
+        for g in 0..G {
+            // SAFETY: as above.
+            unsafe {
+                acc0[g] = c0.mul_add(V::load(wins[g].add(k)), acc0[g]);
+                acc1[g] = c1.mul_add(V::load(wins[g].add(k + LANES)), acc1[g]);
             }
-            k += LANES;
         }
-        for g in 0..GROUP.min(count - n) {
-            // SAFETY: F32x8 contract.
-            let mut v = unsafe { acc[g].to_array() };
-            // Fixed-order pairwise reduction.
-            let mut w = LANES / 2;
-            while w > 0 {
-                for j in 0..w {
-                    v[j] += v[j + w];
-                }
-                w /= 2;
+        k += 2 * LANES;
+    }
+    if k < padded {
+        // SAFETY: as above; one last chunk of 8 (padded is a multiple of 8).
+        let c0 = unsafe { V::load(row.add(k)) };
+        for g in 0..G {
+            // SAFETY: as above.
+            acc0[g] = unsafe { c0.mul_add(V::load(wins[g].add(k)), acc0[g]) };
+        }
+    }
+    for g in 0..G {
+        // SAFETY: F32x8 contract.
+        let (v0, v1) = unsafe { (acc0[g].to_array(), acc1[g].to_array()) };
+        let mut v = [0f32; LANES];
+        for j in 0..LANES {
+            v[j] = v0[j] + v1[j];
+        }
+        // Fixed-order pairwise reduction.
+        let mut w = LANES / 2;
+        while w > 0 {
+            for j in 0..w {
+                v[j] += v[j + w];
             }
-            out[n + g] = O::from_acc(v[0]);
+            w /= 2;
         }
-        n += GROUP;
+        out[n0 + g * a.l] = O::from_acc(v[0]);
     }
 }
 
@@ -772,7 +824,7 @@ unsafe fn lane_groups<V: F32x8, O: OutSample>(a: &Args<'_>, st: &State, count: u
     for slot in 0..l.min(count) {
         // Vectors of this slot start at outputs slot, slot + 8L, slot + 16L, ...
         let vectors = (count - slot).div_ceil(block);
-        let (p, _) = locate(a, st, slot);
+        let (p, idx0) = locate(a, st, slot);
         let (s0, s1) = a.phase_segments[p];
         let segs = &a.segments[s0..s1];
         let mut vi = 0;
@@ -780,10 +832,11 @@ unsafe fn lane_groups<V: F32x8, O: OutSample>(a: &Args<'_>, st: &State, count: u
             let mut pos = [0usize; GROUP];
             for (g, pg) in pos.iter_mut().enumerate() {
                 // Past the last vector, repeat it; the duplicate is computed and dropped.
-                let (_, idx) = locate(a, st, slot + (vi + g).min(vectors - 1) * block);
+                // Vectors 8L outputs apart have windows 8M inputs apart.
+                let idx = idx0 + (vi + g).min(vectors - 1) * LANES * m;
                 *pg = idx + 1 - taps; // oldest input of lane 0's window
-                // Lane 0 is a real output, so its window ends inside the valid data; lanes 1..8
-                // reach at most 7 positions further in their stream, inside the slack.
+                                      // Lane 0 is a real output, so its window ends inside the valid data; lanes 1..8
+                                      // reach at most 7 positions further in their stream, inside the slack.
                 if m == 1 {
                     assert!(idx + LANES <= a.buf.len());
                 } else {
@@ -897,12 +950,18 @@ mod tests {
 
     #[test]
     fn rejects_bad_rates() {
-        assert!(matches!(Resampler::new(0, 24_000, Quality::Hq), Err(ConfigError::InvalidRate { name: "in_rate_hz", .. })));
+        assert!(matches!(
+            Resampler::new(0, 24_000, Quality::Hq),
+            Err(ConfigError::InvalidRate { name: "in_rate_hz", .. })
+        ));
         assert!(matches!(
             Resampler::new(24_000, 999_999, Quality::Hq),
             Err(ConfigError::InvalidRate { name: "out_rate_hz", .. })
         ));
-        assert!(matches!(Resampler::new(7_919, 24_001, Quality::Hq), Err(ConfigError::RatioTooComplex { .. })));
+        assert!(matches!(
+            Resampler::new(7_919, 24_001, Quality::Hq),
+            Err(ConfigError::RatioTooComplex { .. })
+        ));
         assert!(Quality::from_name("best").is_err());
     }
 

@@ -50,7 +50,6 @@ use std::sync::Arc;
 
 use crate::error::ConfigError;
 use crate::pcm::Pcm;
-#[allow(missing_docs)] pub static RETRIES: AtomicU64 = AtomicU64::new(0);
 
 /// Make a ring holding up to `capacity_samples` samples and split it into its two halves.
 ///
@@ -221,19 +220,15 @@ impl Consumer {
                 out[..first.len()].copy_from_slice(first);
                 out[first.len()..n].copy_from_slice(second);
             }
-            match s.consumer.head.compare_exchange(
-                head,
-                head + n as u64,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
+            match s.consumer.head.compare_exchange(head, head + n as u64, Ordering::AcqRel, Ordering::Acquire)
+            {
                 Ok(_) => {
                     s.consumer.released.store(head + n as u64, Ordering::Release);
                     return n;
                 }
                 // The producer discarded the unread audio while we copied: what we copied was
                 // dropped and must not be played. Start again from where it moved `head`.
-                Err(now) => { RETRIES.fetch_add(1, Ordering::Relaxed); head = now },
+                Err(now) => head = now,
             }
         }
     }
@@ -434,10 +429,7 @@ impl Shared {
         // SAFETY: as in `slots_mut`, both runs lie inside the allocation; no writer is the
         // caller's promise.
         unsafe {
-            (
-                std::slice::from_raw_parts(base.add(start), first),
-                std::slice::from_raw_parts(base, second),
-            )
+            (std::slice::from_raw_parts(base.add(start), first), std::slice::from_raw_parts(base, second))
         }
     }
 }

@@ -222,8 +222,8 @@ fn two_threads_discard_drops_exactly_what_was_not_yet_read() {
     };
     let mut rng = Lcg(3);
     let mut discards = Vec::new();
-    let mut chunk = vec![0i16; CAPACITY / 2];
-    for _ in 0..100_000 {
+    let mut chunk = vec![0i16; 1500];
+    for _ in 0..30_000 {
         let tail = p.pushed_samples();
         if p.writable() >= chunk.len() {
             for (s, pos) in chunk.iter_mut().zip(tail..) {
@@ -231,7 +231,7 @@ fn two_threads_discard_drops_exactly_what_was_not_yet_read() {
             }
             assert_eq!(p.push(&chunk), chunk.len());
         }
-        for _ in 0..rng.below(3000) {
+        for _ in 0..rng.below(400) {
             std::hint::spin_loop();
         }
         discards.push((p.discard_unread(), p.pushed_samples()));
@@ -254,23 +254,4 @@ fn two_threads_discard_drops_exactly_what_was_not_yet_read() {
     // Both outcomes of the race happened: some discards dropped audio, and some audio played.
     assert!(discards.iter().any(|(d, _)| d.dropped_samples > 0));
     assert!(!got.is_empty());
-    eprintln!("RETRIES {} total {} played {}", voxwire_audio::ring::RETRIES.load(Ordering::Relaxed), total, got.iter().map(|r| r.1 - r.0).sum::<u64>());
-}
-
-#[test]
-fn tmp_race_probe() {
-    let (mut p, mut c) = ring::channel(8192).unwrap();
-    let done = Arc::new(AtomicBool::new(false));
-    let d2 = Arc::clone(&done);
-    let t = thread::spawn(move || {
-        let mut buf = vec![0i16; 8192];
-        let mut n = 0u64;
-        while !d2.load(Ordering::Relaxed) { n += c.pop(&mut buf) as u64; }
-        n
-    });
-    let chunk = vec![1i16; 4096];
-    for _ in 0..300_000 { p.push(&chunk); p.discard_unread(); }
-    done.store(true, Ordering::Relaxed);
-    let n = t.join().unwrap();
-    eprintln!("popped {n} RETRIES {}", voxwire_audio::ring::RETRIES.load(Ordering::Relaxed));
 }

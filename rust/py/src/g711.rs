@@ -1,3 +1,5 @@
 //! (being written)
 use pyo3::prelude::*;
-pub(crate) fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> { Ok(()) }
+pub(crate) fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+    Ok(())
+}

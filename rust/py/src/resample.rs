@@ -32,13 +32,21 @@ impl Resampler {
     }
 
     /// Resample one chunk; returns the new output samples as a numpy int16 array.
-    fn process<'py>(&mut self, py: Python<'py>, pcm: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<i16>>> {
+    fn process<'py>(
+        &mut self,
+        py: Python<'py>,
+        pcm: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<i16>>> {
         with_pcm(pcm, |input| {
             let n = self.inner.output_len(input.len());
             let out = PyArray1::<i16>::zeros(py, n, false);
             {
-                let mut rw = out.try_readwrite().map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
-                let slice = rw.as_slice_mut().map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+                let mut rw = out
+                    .try_readwrite()
+                    .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+                let slice = rw
+                    .as_slice_mut()
+                    .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
                 self.inner.process_into(input, slice).map_err(errors::process)?;
             }
             Ok(out)
@@ -48,7 +56,11 @@ impl Resampler {
     /// Resample float audio (numpy float32, full scale +-1.0) without rounding or clipping.
     ///
     /// Same filter, same stream as ``process`` (calls may be mixed).
-    fn process_float<'py>(&mut self, py: Python<'py>, pcm: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<f32>>> {
+    fn process_float<'py>(
+        &mut self,
+        py: Python<'py>,
+        pcm: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<f32>>> {
         let arr = pcm.cast::<PyArray1<f32>>().map_err(|_| {
             PyTypeError::new_err(
                 "process_float expects a 1-D numpy float32 array: convert with x.astype(numpy.float32)",
@@ -129,7 +141,11 @@ impl Resampler {
 
 /// Mix interleaved PCM16 with ``channels`` channels down to mono (mean, rounded half away from zero).
 #[pyfunction]
-fn to_mono<'py>(py: Python<'py>, pcm: &Bound<'py, PyAny>, channels: i64) -> PyResult<Bound<'py, PyArray1<i16>>> {
+fn to_mono<'py>(
+    py: Python<'py>,
+    pcm: &Bound<'py, PyAny>,
+    channels: i64,
+) -> PyResult<Bound<'py, PyArray1<i16>>> {
     let channels = usize::try_from(channels).unwrap_or(0);
     with_pcm(pcm, |input| {
         let mut samples = vec![0i16; input.len()];

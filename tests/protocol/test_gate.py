@@ -1,0 +1,202 @@
+"""Response gating: when a response.create may go, coalescing, release, cancel-once."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from voxwire.protocol import (
+    TRANSITIONS,
+    GateState,
+    GateTrigger,
+    RealtimeProtocol,
+    ResponseCreate,
+    ResponseCreateParams,
+    ResponseGate,
+    next_state,
+)
+
+from .scenario import ScriptedServer, feed
+
+
+def sent_types(protocol: RealtimeProtocol) -> list[str]:
+    return [json.loads(frame)["type"] for frame in protocol.data_to_send()]
+
+
+def test_transition_table_is_the_documented_one() -> None:
+    idle, requested, active = GateState.IDLE, GateState.REQUESTED, GateState.ACTIVE
+    assert {(s.value, t.value): n.value for (s, t), n in TRANSITIONS.items()} == {
+        (idle.value, "create_sent"): requested.value,
+        (idle.value, "response_created"): active.value,
+        (requested.value, "response_created"): active.value,
+        (requested.value, "create_failed"): idle.value,
+        (active.value, "response_created"): active.value,
+        (active.value, "last_response_done"): idle.value,
+    }
+
+
+@pytest.mark.parametrize("trigger", list(GateTrigger))
+@pytest.mark.parametrize("state", list(GateState))
+def test_unlisted_pairs_leave_the_state_alone(state: GateState, trigger: GateTrigger) -> None:
+    expected = TRANSITIONS[(state, trigger)] if (state, trigger) in TRANSITIONS else state
+    assert next_state(state, trigger) is expected
+
+
+def test_the_gate_follows_the_table() -> None:
+    gate = ResponseGate()
+    assert gate.state is GateState.IDLE
+    gate.response_done("never_started")
+    assert gate.state is GateState.IDLE
+    gate.create_sent("evt_1")
+    assert (gate.state, gate.create_event_id) == (GateState.REQUESTED, "evt_1")
+    gate.error("evt_other")
+    assert gate.state is GateState.REQUESTED
+    gate.error("evt_1")
+    assert (gate.state, gate.create_event_id) == (GateState.IDLE, None)
+    gate.response_created("resp_1")
+    gate.response_created("resp_1")  # announced twice: still one response
+    assert (gate.state, gate.in_progress) == (GateState.ACTIVE, ("resp_1",))
+    gate.response_done("resp_1")
+    assert gate.state is GateState.IDLE
+
+
+def test_create_goes_at_once_when_idle() -> None:
+    protocol = RealtimeProtocol()
+    assert protocol.can_create_response
+    event = protocol.send_response_create()
+    assert isinstance(event, ResponseCreate) and event.event_id == "vx_evt_1"
+    assert sent_types(protocol) == ["response.create"]
+    assert protocol.gate_state is GateState.REQUESTED
+    assert not protocol.can_create_response
+
+
+def test_requests_while_a_create_is_in_flight_are_held_and_coalesce() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    protocol.send_response_create()
+    assert protocol.send_response_create() is None
+    assert protocol.send_response_create() is None
+    assert protocol.held_response_creates == 1  # three asks for "a response": one more create
+    assert sent_types(protocol) == ["response.create"]
+    feed(protocol, server.response_created("resp_1"))
+    assert protocol.gate_state is GateState.ACTIVE
+    assert sent_types(protocol) == []
+    feed(protocol, server.response_done("resp_1"))
+    # Released on response.done.
+    assert sent_types(protocol) == ["response.create"]
+    assert protocol.held_response_creates == 0
+    assert protocol.gate_state is GateState.REQUESTED
+
+
+def test_different_requests_are_kept_in_order() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    feed(protocol, server.response_created("resp_vad"))  # server VAD started one
+    first = ResponseCreateParams(instructions="one")
+    second = ResponseCreateParams(instructions="two")
+    for params in (first, second, first, None):
+        assert protocol.send_response_create(params) is None
+    assert protocol.held_response_creates == 3
+    feed(protocol, server.response_done("resp_vad"))
+    frames = protocol.data_to_send()
+    assert [json.loads(f)["response"]["instructions"] for f in frames] == ["one"]
+    feed(protocol, server.response_created("resp_1"), server.response_done("resp_1"))
+    assert [json.loads(f)["response"]["instructions"] for f in protocol.data_to_send()] == ["two"]
+    feed(protocol, server.response_created("resp_2"), server.response_done("resp_2"))
+    assert [json.loads(f) for f in protocol.data_to_send()] == [
+        {"type": "response.create", "event_id": "vx_evt_3"}
+    ]
+
+
+def test_an_error_naming_the_create_releases_the_gate() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    create = protocol.send_response_create()
+    assert create is not None
+    protocol.send_response_create(ResponseCreateParams(instructions="again"))
+    protocol.data_to_send()
+    feed(protocol, server.error("someone_else"))
+    assert protocol.gate_state is GateState.REQUESTED  # not ours: still waiting
+    assert protocol.data_to_send() == []
+    feed(protocol, server.error(create.event_id, code="conversation_already_has_active_response"))
+    # The failed create no longer blocks; the held request goes.
+    frames = protocol.data_to_send()
+    assert [json.loads(f)["response"]["instructions"] for f in frames] == ["again"]
+    assert protocol.gate_state is GateState.REQUESTED
+
+
+def test_an_error_without_event_id_changes_nothing() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    protocol.send_response_create()
+    feed(protocol, server.error(None, code="session_expired"))
+    assert protocol.gate_state is GateState.REQUESTED
+
+
+def test_done_of_an_unknown_response_does_not_open_the_gate() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    feed(protocol, server.response_created("resp_1"), server.response_done("resp_other"))
+    assert protocol.gate_state is GateState.ACTIVE
+    feed(protocol, server.response_done("resp_1"))
+    assert protocol.gate_state is GateState.IDLE
+
+
+def test_the_gate_waits_for_every_response_in_progress() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    feed(protocol, server.response_created("resp_1"), server.response_created("resp_2"))
+    active = protocol.active_response
+    assert active is not None and active.id == "resp_2"
+    feed(protocol, server.response_done("resp_2"))
+    assert protocol.gate_state is GateState.ACTIVE
+    feed(protocol, server.response_done("resp_1"))
+    assert protocol.gate_state is GateState.IDLE
+    assert protocol.active_response is None
+
+
+def test_cancel_only_while_active_and_only_once() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    assert protocol.send_response_cancel() is None  # nothing in progress
+    protocol.send_response_create()
+    assert protocol.send_response_cancel() is None  # requested, not yet created
+    protocol.data_to_send()
+    feed(protocol, server.response_created("resp_1"))
+    cancel = protocol.send_response_cancel()
+    assert cancel is not None and cancel.response_id == "resp_1"
+    assert protocol.send_response_cancel() is None
+    assert sent_types(protocol) == ["response.cancel"]
+    feed(protocol, server.response_done("resp_1", status="cancelled", status_details={"type": "cancelled", "reason": "client_cancelled"}))
+    record = protocol.responses.get("resp_1")
+    assert record is not None and record.status == "cancelled" and record.cancel_sent
+    assert record.status_details is not None and record.status_details.reason == "client_cancelled"
+    assert protocol.send_response_cancel() is None
+
+
+def test_a_done_response_that_claims_in_progress_still_ends() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    feed(protocol, server.response_created("resp_1"), server.response_done("resp_1", status="in_progress"))
+    record = protocol.responses.get("resp_1")
+    assert record is not None and not record.in_progress and record.status is None
+    assert protocol.can_create_response
+
+
+def test_events_about_a_response_before_its_start_are_kept() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    feed(protocol, server.output_item_added("resp_9", "item_9"))
+    record = protocol.responses.get("resp_9")
+    assert record is not None and record.output_item_ids == ["item_9"]
+    feed(protocol, server.response_created("resp_9"))
+    assert protocol.active_response is record
+
+
+def test_response_without_id_changes_no_state() -> None:
+    protocol = RealtimeProtocol()
+    feed(protocol, json.dumps({"type": "response.created", "event_id": "e", "response": {}}))
+    feed(protocol, json.dumps({"type": "response.done", "event_id": "e2", "response": {}}))
+    assert protocol.responses.all() == []
+    assert protocol.can_create_response
