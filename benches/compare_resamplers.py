@@ -23,10 +23,10 @@ from collections.abc import Callable
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-import soxr  # noqa: E402
+import numpy as np
+import soxr
 
-from voxwire.audio import Resampler  # noqa: E402
+from voxwire.audio import Resampler
 
 CONVERSIONS = [
     (48000, 24000),
@@ -115,7 +115,7 @@ def main() -> None:
             return soxr.ResampleStream(a, b, 1, dtype="int16", quality="HQ").resample_chunk
 
         v_us, s_us, ratio = paired(vox, sox, chunks, args.rounds)
-        f_us, s2_us, ratio_fast = paired(lambda: vox("fast"), sox, chunks, args.rounds)
+        f_us, _s2_us, ratio_fast = paired(lambda: vox("fast"), sox, chunks, args.rounds)
         r = Resampler(a, b)
         vl = latencies_ms(r.process, chunks, a, b, r.output_delay())
         sl = latencies_ms(sox(), chunks, a, b, 0.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import numpy as np
@@ -34,7 +35,7 @@ def test_chunked_output_is_bit_identical_to_one_call(
     expected = one_shot(in_rate_hz, out_rate_hz, quality, SIGNAL)
     r = Resampler(in_rate_hz, out_rate_hz, quality)
     bounds = [0, *sorted(cuts), len(SIGNAL)]
-    parts = [r.process(SIGNAL[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+    parts = [r.process(SIGNAL[a:b]) for a, b in itertools.pairwise(bounds)]
     got = np.concatenate([*parts, r.flush()])
     np.testing.assert_array_equal(got, expected)
 
@@ -63,7 +64,8 @@ def test_output_dtype_length_and_delay() -> None:
     r = Resampler(48000, 24000)
     assert r.output_len(960) == 480
     y = r.process(SIGNAL[:960])
-    assert y.dtype == np.int16 and y.shape == (480,)
+    assert y.dtype == np.int16
+    assert y.shape == (480,)
     assert r.output_delay() > 0
     assert (r.in_rate_hz, r.out_rate_hz, r.quality) == (48000, 24000, "hq")
     assert repr(r) == 'Resampler(in_rate_hz=48000, out_rate_hz=24000, quality="hq")'
@@ -115,18 +117,19 @@ def test_bad_parameters_fail_at_construction(args: tuple[object, ...], match: st
 
 def test_bad_audio_is_refused_with_what_to_do() -> None:
     r = Resampler(24000, 16000)
-    with pytest.raises(ValueError, match="even number of bytes.*got 3"):
+    with pytest.raises(ValueError, match=r"even number of bytes.*got 3"):
         r.process(b"\x00\x01\x02")
-    with pytest.raises(TypeError, match="dtype float32.*astype"):
+    with pytest.raises(TypeError, match=r"dtype float32.*astype"):
         r.process(np.zeros(10, np.float32))
-    with pytest.raises(ValueError, match="1-D mono.*to_mono"):
+    with pytest.raises(ValueError, match=r"1-D mono.*to_mono"):
         r.process(np.zeros((10, 2), np.int16))
     with pytest.raises(TypeError, match="got str"):
         r.process("audio")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="float32"):
         r.process_float(np.zeros(4, np.int16))  # type: ignore[arg-type]
     # Nothing was consumed by the failed calls.
-    np.testing.assert_array_equal(r.process(SIGNAL[:300]), Resampler(24000, 16000).process(SIGNAL[:300]))
+    fresh = Resampler(24000, 16000)
+    np.testing.assert_array_equal(r.process(SIGNAL[:300]), fresh.process(SIGNAL[:300]))
 
 
 def test_to_mono() -> None:

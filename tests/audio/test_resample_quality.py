@@ -132,7 +132,7 @@ def measure_rejection(in_rate_hz: int, out_rate_hz: int, quality: str, tones: li
                 continue  # allowed: hq aliases 0.9..1.1 onto itself; vhq only above Nyquist
             if abs(g - f) < 1 or g < 20:
                 continue  # an image that coincides with its own tone, or DC
-            worst = max(worst, float(spec[int(round(g * bins_per_hz))]))
+            worst = max(worst, float(spec[round(g * bins_per_hz)]))
     return worst
 
 
@@ -178,7 +178,7 @@ def test_snr_at_int16_output(in_rate_hz: int, out_rate_hz: int) -> None:
         assert snr_db >= 92.0, f"{f:.0f} Hz: SNR {snr_db:.2f} dB"
         # Without the rounding, the resampler's own error is far below int16's.
         a, _, resid = fit_sine(y.astype(np.float64) * 32768.0, f, out_rate_hz, start)
-        assert 10 * np.log10((a * a / 2) / np.mean(resid[: 16384] ** 2)) >= 115.0
+        assert 10 * np.log10((a * a / 2) / np.mean(resid[:16384] ** 2)) >= 115.0
 
 
 @pytest.mark.parametrize(("in_rate_hz", "out_rate_hz"), PAIRS)

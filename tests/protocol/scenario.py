@@ -38,20 +38,34 @@ class ScriptedServer:
             item={"id": item_id, "type": "message", "role": role, "content": content, **item},
         )
 
-    def item_done(self, item_id: str, previous_item_id: str | None, role: str = "user", **item: Any) -> str:
+    def item_done(
+        self, item_id: str, previous_item_id: str | None, role: str = "user", **item: Any
+    ) -> str:
         added = json.loads(self.item_added(item_id, previous_item_id, role, **item))
-        return self.frame("conversation.item.done", previous_item_id=previous_item_id, item=added["item"])
+        return self.frame(
+            "conversation.item.done", previous_item_id=previous_item_id, item=added["item"]
+        )
 
     def response_created(self, response_id: str) -> str:
         return self.frame(
             "response.created",
-            response={"object": "realtime.response", "id": response_id, "status": "in_progress", "output": []},
+            response={
+                "object": "realtime.response",
+                "id": response_id,
+                "status": "in_progress",
+                "output": [],
+            },
         )
 
     def response_done(self, response_id: str, status: str = "completed", **response: Any) -> str:
         return self.frame(
             "response.done",
-            response={"object": "realtime.response", "id": response_id, "status": status, **response},
+            response={
+                "object": "realtime.response",
+                "id": response_id,
+                "status": status,
+                **response,
+            },
         )
 
     def output_item_added(self, response_id: str, item_id: str, output_index: int = 0) -> str:
@@ -59,10 +73,18 @@ class ScriptedServer:
             "response.output_item.added",
             response_id=response_id,
             output_index=output_index,
-            item={"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []},
+            item={
+                "id": item_id,
+                "type": "message",
+                "role": "assistant",
+                "status": "in_progress",
+                "content": [],
+            },
         )
 
-    def _part(self, event_type: str, response_id: str, item_id: str, content_index: int, **fields: Any) -> str:
+    def _part(
+        self, event_type: str, response_id: str, item_id: str, content_index: int, **fields: Any
+    ) -> str:
         return self.frame(
             event_type,
             response_id=response_id,
@@ -76,17 +98,27 @@ class ScriptedServer:
         self, response_id: str, item_id: str, n_bytes: int, content_index: int = 0
     ) -> str:
         audio = base64.b64encode(bytes(n_bytes)).decode()
-        return self._part("response.output_audio.delta", response_id, item_id, content_index, delta=audio)
+        return self._part(
+            "response.output_audio.delta", response_id, item_id, content_index, delta=audio
+        )
 
     def audio_done(self, response_id: str, item_id: str, content_index: int = 0) -> str:
         return self._part("response.output_audio.done", response_id, item_id, content_index)
 
-    def transcript_delta(self, response_id: str, item_id: str, delta: str, content_index: int = 0) -> str:
+    def transcript_delta(
+        self, response_id: str, item_id: str, delta: str, content_index: int = 0
+    ) -> str:
         return self._part(
-            "response.output_audio_transcript.delta", response_id, item_id, content_index, delta=delta
+            "response.output_audio_transcript.delta",
+            response_id,
+            item_id,
+            content_index,
+            delta=delta,
         )
 
-    def transcript_done(self, response_id: str, item_id: str, transcript: str, content_index: int = 0) -> str:
+    def transcript_done(
+        self, response_id: str, item_id: str, transcript: str, content_index: int = 0
+    ) -> str:
         return self._part(
             "response.output_audio_transcript.done",
             response_id,
@@ -95,10 +127,17 @@ class ScriptedServer:
             transcript=transcript,
         )
 
-    def error(self, event_id: str | None, code: str = "invalid_request_error", message: str = "no") -> str:
+    def error(
+        self, event_id: str | None, code: str = "invalid_request_error", message: str = "no"
+    ) -> str:
         return self.frame(
             "error",
-            error={"type": "invalid_request_error", "code": code, "message": message, "event_id": event_id},
+            error={
+                "type": "invalid_request_error",
+                "code": code,
+                "message": message,
+                "event_id": event_id,
+            },
         )
 
     def deleted(self, item_id: str) -> str:

@@ -57,11 +57,17 @@ def test_audio_delta_is_decoded_to_bytes() -> None:
     event = decode_server_event(audio_delta_frame())
     assert isinstance(event, ResponseOutputAudioDelta)
     assert event.delta == PCM_20MS
-    assert (event.type, event.item_id, event.content_index) == ("response.output_audio.delta", "item_1", 0)
+    assert (event.type, event.item_id, event.content_index) == (
+        "response.output_audio.delta",
+        "item_1",
+        0,
+    )
 
 
 def test_bytes_frames_decode_like_text_frames() -> None:
-    assert decode_server_event(audio_delta_frame().encode()) == decode_server_event(audio_delta_frame())
+    assert decode_server_event(audio_delta_frame().encode()) == decode_server_event(
+        audio_delta_frame()
+    )
 
 
 def test_real_ga_transcript_delta_keeps_obfuscation() -> None:
@@ -118,7 +124,9 @@ def test_unknown_fields_are_accepted() -> None:
         ),
     ],
 )
-def test_malformed_input_becomes_a_protocol_error_event(frame: str | bytes, fragments: list[str]) -> None:
+def test_malformed_input_becomes_a_protocol_error_event(
+    frame: str | bytes, fragments: list[str]
+) -> None:
     event = decode_server_event(frame)
     assert isinstance(event, ProtocolErrorEvent)
     assert event.type == "voxwire.protocol_error"
@@ -131,12 +139,17 @@ def test_protocol_error_keeps_what_could_be_read() -> None:
     assert isinstance(event, ProtocolErrorEvent)
     assert event.event_type == "response.output_audio.delta"
     assert event.event_id == "event_1"
-    assert event.raw is not None and event.raw["output_index"] == "zero"
+    assert event.raw is not None
+    assert event.raw["output_index"] == "zero"
 
 
 def test_invalid_session_becomes_a_protocol_error() -> None:
     frame = json.dumps(
-        {"type": "session.updated", "event_id": "e9", "session": {"audio": {"output": {"speed": 7}}}}
+        {
+            "type": "session.updated",
+            "event_id": "e9",
+            "session": {"audio": {"output": {"speed": 7}}},
+        }
     )
     event = decode_server_event(frame)
     assert isinstance(event, ProtocolErrorEvent)
@@ -172,13 +185,20 @@ def test_repair_does_not_hide_other_errors() -> None:
             "event_id": "e",
             "response": {
                 "id": "r",
-                "output": [{"type": "message", "role": "assistant", "content": [{"type": "audio", "audio": "@@"}]}],
+                "output": [
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "audio", "audio": "@@"}],
+                    }
+                ],
             },
         }
     )
     event = decode_server_event(frame)
     assert isinstance(event, ProtocolErrorEvent)
-    assert "base64" in event.message and "$.response.output[0].content[0].audio" in event.message
+    assert "base64" in event.message
+    assert "$.response.output[0].content[0].audio" in event.message
 
 
 def test_user_items_are_not_repaired() -> None:
@@ -186,7 +206,12 @@ def test_user_items_are_not_repaired() -> None:
         {
             "type": "conversation.item.added",
             "event_id": "e",
-            "item": {"id": "i", "type": "message", "role": "user", "content": [{"type": "text", "text": "x"}]},
+            "item": {
+                "id": "i",
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "text", "text": "x"}],
+            },
         }
     )
     assert isinstance(decode_server_event(frame), ProtocolErrorEvent)
@@ -194,7 +219,11 @@ def test_user_items_are_not_repaired() -> None:
 
 def test_server_event_from_mapping_types_a_mapping() -> None:
     event = server_event_from_mapping(
-        {"type": "error", "event_id": "e", "error": {"type": "invalid_request_error", "message": "m"}}
+        {
+            "type": "error",
+            "event_id": "e",
+            "error": {"type": "invalid_request_error", "message": "m"},
+        }
     )
     assert isinstance(event, ErrorEvent)
     assert event.error.code is None
@@ -211,27 +240,49 @@ def test_every_server_event_type_round_trips() -> None:
 
 def test_encoding_writes_audio_as_base64_and_leaves_none_out() -> None:
     frame = encode_event(InputAudioBufferAppend(audio=b"\x01\x02\x03", event_id="e1"))
-    assert json.loads(frame) == {"type": "input_audio_buffer.append", "audio": "AQID", "event_id": "e1"}
+    assert json.loads(frame) == {
+        "type": "input_audio_buffer.append",
+        "audio": "AQID",
+        "event_id": "e1",
+    }
     frame = encode_event(ConversationItemCreate(item=user_message("hi")))
     assert json.loads(frame) == {
         "type": "conversation.item.create",
-        "item": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        "item": {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "hi"}],
+        },
     }
 
 
 def test_session_update_never_echoes_server_only_fields() -> None:
     session = SessionConfig.from_wire(
-        {"id": "sess_1", "object": "realtime.session", "expires_at": 1, "instructions": "x", "temperature": 0.7}
+        {
+            "id": "sess_1",
+            "object": "realtime.session",
+            "expires_at": 1,
+            "instructions": "x",
+            "temperature": 0.7,
+        }
     )
     wire = json.loads(encode_event(SessionUpdate(session=session)))
-    assert wire == {"type": "session.update", "session": {"type": "realtime", "instructions": "x", "temperature": 0.7}}
+    assert wire == {
+        "type": "session.update",
+        "session": {"type": "realtime", "instructions": "x", "temperature": 0.7},
+    }
     # The server-side encoder of session.created keeps them.
     created = json.loads(encode_event(SessionCreated(event_id="e", session=session)))
     assert created["session"]["id"] == "sess_1"
 
 
 def test_transcription_delta_accepts_missing_optional_fields() -> None:
-    event = decode_server_event('{"type": "conversation.item.input_audio_transcription.delta", "event_id": "e", "item_id": "i"}')
+    frame = {
+        "type": "conversation.item.input_audio_transcription.delta",
+        "event_id": "e",
+        "item_id": "i",
+    }
+    event = decode_server_event(json.dumps(frame))
     assert event == InputAudioTranscriptionDelta(event_id="e", item_id="i")
 
 

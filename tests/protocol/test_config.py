@@ -57,7 +57,11 @@ def test_ga_shape_round_trips_through_the_wire_form() -> None:
         "eagerness": "low",
         "interrupt_response": True,
     }
-    assert wire["audio"]["output"] == {"format": {"type": "audio/pcmu"}, "voice": "marin", "speed": 1.2}
+    assert wire["audio"]["output"] == {
+        "format": {"type": "audio/pcmu"},
+        "voice": "marin",
+        "speed": 1.2,
+    }
     assert wire["tool_choice"] == {"type": "function", "name": "get_weather"}
     assert wire["truncation"] == {"type": "retention_ratio", "retention_ratio": 0.8}
     assert wire["reasoning"] == {"effort": "low"}
@@ -106,7 +110,9 @@ def test_legacy_flat_fields_move_to_the_ga_shape() -> None:
         (["audio", "text"], ["audio"]),
     ],
 )
-def test_legacy_modalities_map_to_ga_output_modalities(legacy: list[str], expected: list[str]) -> None:
+def test_legacy_modalities_map_to_ga_output_modalities(
+    legacy: list[str], expected: list[str]
+) -> None:
     assert SessionConfig.from_mapping({"modalities": legacy}).output_modalities == expected
 
 
@@ -169,13 +175,14 @@ def test_camel_case_keys_normalise_at_every_modelled_level() -> None:
     assert isinstance(config.audio.input, AudioInputConfig)
     assert config.audio.input.format == PCMU
     assert config.audio.input.turn_detection == ServerVad(
-        silence_duration_ms=200, prefix_padding_ms=300, idle_timeout_ms=None, interrupt_response=False
+        silence_duration_ms=200,
+        prefix_padding_ms=300,
+        idle_timeout_ms=None,
+        interrupt_response=False,
     )
     assert config.audio.input.noise_reduction == NoiseReduction(type="far_field")
     assert config.tools == [
-        FunctionTool(
-            name="lookup", parameters={"type": "object", "properties": {"accountId": {}}}
-        ),
+        FunctionTool(name="lookup", parameters={"type": "object", "properties": {"accountId": {}}}),
         McpTool(server_label="docs", server_url="https://example.test/mcp"),
     ]
     assert config.tracing == TracingConfig(workflow_name="w", group_id="g")
@@ -183,7 +190,11 @@ def test_camel_case_keys_normalise_at_every_modelled_level() -> None:
 
 def test_unknown_top_level_fields_pass_through_in_extra() -> None:
     config = SessionConfig.from_mapping(
-        {"instructions": "x", "parallel_tool_calls": True, "extra": {"reasoning": {"effort": "low"}}}
+        {
+            "instructions": "x",
+            "parallel_tool_calls": True,
+            "extra": {"reasoning": {"effort": "low"}},
+        }
     )
     assert config.extra == {"parallel_tool_calls": True, "reasoning": {"effort": "low"}}
     assert config.to_wire() == {
@@ -215,11 +226,14 @@ def test_from_wire_ignores_tools_of_unknown_types() -> None:
 
 def test_output_sample_format_follows_audio_output_format() -> None:
     assert SessionConfig().output_sample_format == PCM16_24K
-    assert SessionConfig.from_mapping({"output_audio_format": "g711_ulaw"}).output_sample_format == G711_8K
+    assert (
+        SessionConfig.from_mapping({"output_audio_format": "g711_ulaw"}).output_sample_format
+        == G711_8K
+    )
     assert SessionConfig.from_mapping({"voice": "marin"}).output_sample_format == PCM16_24K
 
 
-# --- validation: every message names the field, the value and what is allowed -------------------
+# --- validation: every message names the field, the value and what is allowed ---------------------
 
 
 @pytest.mark.parametrize(
@@ -228,35 +242,62 @@ def test_output_sample_format_follows_audio_output_format() -> None:
         ({"speed": 2.0}, ["audio.output.speed", "2.0", "0.25 to 1.5"]),
         ({"audio": {"output": {"speed": 0.1}}}, ["audio.output.speed", "0.1", "0.25 to 1.5"]),
         ({"output_audio_format": "mp3"}, ["audio.output.format", "'mp3'", "audio/pcmu"]),
-        ({"audio": {"input": {"format": {"type": "opus"}}}}, ["audio.input.format.type", "'opus'", "audio/pcm"]),
+        (
+            {"audio": {"input": {"format": {"type": "opus"}}}},
+            ["audio.input.format.type", "'opus'", "audio/pcm"],
+        ),
         (
             {"audio": {"output": {"format": {"type": "audio/pcm", "rate": 16000}}}},
             ["audio.output.format.rate", "16000", "24000"],
         ),
-        ({"turn_detection": {"type": "push_to_talk"}}, ["turn_detection.type", "'push_to_talk'", "server_vad or semantic_vad"]),
+        (
+            {"turn_detection": {"type": "push_to_talk"}},
+            ["turn_detection.type", "'push_to_talk'", "server_vad or semantic_vad"],
+        ),
         ({"turn_detection": {"threshold": 0.5}}, ["turn_detection.type", "None", "server_vad"]),
         (
             {"turn_detection": {"type": "semantic_vad", "eagerness": "max"}},
             ["turn_detection.eagerness", "'max'", "low, medium, high, auto"],
         ),
-        ({"turn_detection": {"type": "server_vad", "threshold": 1.5}}, ["threshold", "1.5", "0.0 to 1.0"]),
-        ({"turn_detection": {"type": "server_vad", "silence_duration_ms": -1}}, ["silence_duration_ms", "-1", ">= 0"]),
-        ({"input_audio_noise_reduction": {"type": "studio"}}, ["noise_reduction.type", "'studio'", "near_field, far_field"]),
+        (
+            {"turn_detection": {"type": "server_vad", "threshold": 1.5}},
+            ["threshold", "1.5", "0.0 to 1.0"],
+        ),
+        (
+            {"turn_detection": {"type": "server_vad", "silence_duration_ms": -1}},
+            ["silence_duration_ms", "-1", ">= 0"],
+        ),
+        (
+            {"input_audio_noise_reduction": {"type": "studio"}},
+            ["noise_reduction.type", "'studio'", "near_field, far_field"],
+        ),
         ({"max_output_tokens": 5000}, ["max_output_tokens", "5000", "1 to 4096"]),
         ({"max_output_tokens": "lots"}, ["max_output_tokens", "'lots'"]),
-        ({"output_modalities": ["video"]}, ["output_modalities", "['video']", "['audio'] or ['text']"]),
+        (
+            {"output_modalities": ["video"]},
+            ["output_modalities", "['video']", "['audio'] or ['text']"],
+        ),
         ({"output_modalities": []}, ["output_modalities", "[]"]),
         ({"audio": {"output": {"volume": 3}}}, ["audio.output.volume", "format, speed, voice"]),
         ({"audio": {"output": {"speed": "fast"}}}, ["audio.output.speed", "'fast'", "float"]),
-        ({"voice": "alloy", "audio": {"output": {"voice": "marin"}}}, ["voice='alloy'", "audio.output.voice='marin'"]),
+        (
+            {"voice": "alloy", "audio": {"output": {"voice": "marin"}}},
+            ["voice='alloy'", "audio.output.voice='marin'"],
+        ),
         ({"voice": "alloy", "Voice": "marin"}, ["voice", "'alloy'", "'marin'", "twice"]),
         ({"audio": {"output": {"voice": ""}}}, ["audio.output.voice", "''"]),
         ({"tools": [{"type": "web_search"}]}, ["tools[0].type", "'web_search'", "function or mcp"]),
         ({"tools": "get_weather"}, ["tools", "'get_weather'", "list"]),
         ({"tools": [{"type": "function"}]}, ["name", "tools[0]"]),
-        ({"truncation": {"type": "retention_ratio", "retention_ratio": 2}}, ["retention_ratio", "2", "0.0 to 1.0"]),
+        (
+            {"truncation": {"type": "retention_ratio", "retention_ratio": 2}},
+            ["retention_ratio", "2", "0.0 to 1.0"],
+        ),
         ({"audio": "loud"}, ["audio", "'loud'", "mapping"]),
-        ({"audio": {"input": {"transcription": {"model": "whisper-1", "lang": "en"}}}}, ["transcription.lang"]),
+        (
+            {"audio": {"input": {"transcription": {"model": "whisper-1", "lang": "en"}}}},
+            ["transcription.lang"],
+        ),
         ({"extra": ["x"]}, ["extra", "mapping"]),
         ({1: "x"}, ["key 1", "string"]),
     ],
@@ -272,18 +313,26 @@ def test_invalid_values_are_named_with_what_is_allowed(
 
 
 def test_a_session_must_be_a_mapping() -> None:
-    with pytest.raises(ConfigurationError, match=r"session=\['voice'\] is invalid: expected a mapping"):
+    with pytest.raises(
+        ConfigurationError, match=r"session=\['voice'\] is invalid: expected a mapping"
+    ):
         SessionConfig.from_mapping(["voice"])  # type: ignore[arg-type]
 
 
 def test_legacy_value_cannot_land_in_a_non_mapping() -> None:
-    with pytest.raises(ConfigurationError, match="audio.output='x' is invalid: expected a mapping"):
+    with pytest.raises(
+        ConfigurationError, match=r"audio.output='x' is invalid: expected a mapping"
+    ):
         SessionConfig.from_mapping({"voice": "marin", "audio": {"output": "x"}})
 
 
 def test_direct_construction_validates_too() -> None:
     with pytest.raises(ConfigurationError, match=r"audio.output.speed=9 is invalid"):
         AudioOutputConfig(speed=9)
+    with pytest.raises(
+        ConfigurationError, match=r"format.type='audio/opus' is invalid: expected one of"
+    ):
+        AudioFormat(type="audio/opus")
     with pytest.raises(ConfigurationError, match=r"format.rate=8000 is invalid: expected 24000"):
         AudioFormat(type="audio/pcm", rate_hz=8000)
     with pytest.raises(ConfigurationError, match=r"format.rate=8000 is invalid: expected no rate"):

@@ -33,7 +33,7 @@ from voxwire.protocol import (
     FunctionToolChoice,
     InputAudio,
     InputImage,
-    InputText,
+    Item,
     ItemReference,
     McpApprovalResponseItem,
     McpTool,
@@ -105,7 +105,7 @@ def assert_official(frame: str, allowed_extras: set[str] = frozenset()) -> None:
     assert unexpected == [], (data["type"], unexpected)
 
 
-# --- the event sets and their fields ---------------------------------------------------------------
+# --- the event sets and their fields --------------------------------------------------------------
 
 
 def test_server_event_types_match_the_official_union() -> None:
@@ -123,10 +123,12 @@ def test_every_official_field_is_modelled(event_type: str) -> None:
     ours = SERVER_EVENT_TYPES.get(event_type) or CLIENT_EVENT_TYPES[event_type]
     official = OFFICIAL_SERVER.get(event_type) or OFFICIAL_CLIENT[event_type]
     official_fields = set(official.model_fields) - {"type"}
-    assert official_fields <= set(ours.__struct_fields__), official_fields - set(ours.__struct_fields__)
+    assert official_fields <= set(ours.__struct_fields__), official_fields - set(
+        ours.__struct_fields__
+    )
 
 
-# --- every client event the core can produce -------------------------------------------------------
+# --- every client event the core can produce ------------------------------------------------------
 
 
 FULL_SESSION = SessionConfig(
@@ -155,7 +157,9 @@ FULL_SESSION = SessionConfig(
             description="Weather for a city.",
             parameters={"type": "object", "properties": {"city": {"type": "string"}}},
         ),
-        McpTool(server_label="docs", server_url="https://example.test/mcp", require_approval="never"),
+        McpTool(
+            server_label="docs", server_url="https://example.test/mcp", require_approval="never"
+        ),
     ],
     tool_choice="auto",
     max_output_tokens="inf",
@@ -195,11 +199,17 @@ SESSION_VARIANTS = [
     ),
 ]
 
-ITEMS = [
+ITEMS: list[Item] = [
     user_message("hi"),
     system_message("Be nice."),
     assistant_message("Hello!"),
-    MessageItem(role="user", content=[InputAudio(audio=b"\x00\x01" * 8), InputImage(image_url="data:image/png;base64,AAAA", detail="low")]),
+    MessageItem(
+        role="user",
+        content=[
+            InputAudio(audio=b"\x00\x01" * 8),
+            InputImage(image_url="data:image/png;base64,AAAA", detail="low"),
+        ],
+    ),
     MessageItem(role="assistant", content=[OutputAudio(audio=b"\x00\x00", transcript="hm")]),
     FunctionCallItem(name="get_weather", arguments='{"city": "Paris"}', call_id="call_1"),
     FunctionCallOutputItem(call_id="call_1", output='{"temp": 21}'),
@@ -273,10 +283,12 @@ def test_the_validator_catches_unknown_fields() -> None:
             ' "audio": {"output": {"volume": 3}}}}'
         )
     with pytest.raises(pydantic.ValidationError):
-        assert_official('{"type": "conversation.item.truncate", "item_id": "i", "content_index": 0}')
+        assert_official(
+            '{"type": "conversation.item.truncate", "item_id": "i", "content_index": 0}'
+        )
 
 
-# --- server events as the local server would send them ---------------------------------------------
+# --- server events as the local server would send them --------------------------------------------
 
 
 def typed_trace_events() -> list[Any]:

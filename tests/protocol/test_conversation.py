@@ -136,5 +136,6 @@ def test_output_item_done_updates_a_known_item() -> None:
     done["item"].update(status="completed", content=[{"type": "output_text", "text": "hi"}])
     feed(protocol, json.dumps(done))
     item = protocol.conversation.get("item_a")
-    assert isinstance(item, MessageItem) and item.status == "completed"
+    assert isinstance(item, MessageItem)
+    assert item.status == "completed"
     assert protocol.conversation.response_of("item_a") == "resp_1"

@@ -39,8 +39,10 @@ def test_transition_table_is_the_documented_one() -> None:
 @pytest.mark.parametrize("trigger", list(GateTrigger))
 @pytest.mark.parametrize("state", list(GateState))
 def test_unlisted_pairs_leave_the_state_alone(state: GateState, trigger: GateTrigger) -> None:
-    expected = TRANSITIONS[(state, trigger)] if (state, trigger) in TRANSITIONS else state
-    assert next_state(state, trigger) is expected
+    if (state, trigger) in TRANSITIONS:
+        assert next_state(state, trigger) is TRANSITIONS[(state, trigger)]
+    else:
+        assert next_state(state, trigger) is state
 
 
 def test_the_gate_follows_the_table() -> None:
@@ -65,7 +67,8 @@ def test_create_goes_at_once_when_idle() -> None:
     protocol = RealtimeProtocol()
     assert protocol.can_create_response
     event = protocol.send_response_create()
-    assert isinstance(event, ResponseCreate) and event.event_id == "vx_evt_1"
+    assert isinstance(event, ResponseCreate)
+    assert event.event_id == "vx_evt_1"
     assert sent_types(protocol) == ["response.create"]
     assert protocol.gate_state is GateState.REQUESTED
     assert not protocol.can_create_response
@@ -148,7 +151,8 @@ def test_the_gate_waits_for_every_response_in_progress() -> None:
     protocol = RealtimeProtocol()
     feed(protocol, server.response_created("resp_1"), server.response_created("resp_2"))
     active = protocol.active_response
-    assert active is not None and active.id == "resp_2"
+    assert active is not None
+    assert active.id == "resp_2"
     feed(protocol, server.response_done("resp_2"))
     assert protocol.gate_state is GateState.ACTIVE
     feed(protocol, server.response_done("resp_1"))
@@ -165,22 +169,39 @@ def test_cancel_only_while_active_and_only_once() -> None:
     protocol.data_to_send()
     feed(protocol, server.response_created("resp_1"))
     cancel = protocol.send_response_cancel()
-    assert cancel is not None and cancel.response_id == "resp_1"
+    assert cancel is not None
+    assert cancel.response_id == "resp_1"
     assert protocol.send_response_cancel() is None
     assert sent_types(protocol) == ["response.cancel"]
-    feed(protocol, server.response_done("resp_1", status="cancelled", status_details={"type": "cancelled", "reason": "client_cancelled"}))
+    feed(
+        protocol,
+        server.response_done(
+            "resp_1",
+            status="cancelled",
+            status_details={"type": "cancelled", "reason": "client_cancelled"},
+        ),
+    )
     record = protocol.responses.get("resp_1")
-    assert record is not None and record.status == "cancelled" and record.cancel_sent
-    assert record.status_details is not None and record.status_details.reason == "client_cancelled"
+    assert record is not None
+    assert record.status == "cancelled"
+    assert record.cancel_sent
+    assert record.status_details is not None
+    assert record.status_details.reason == "client_cancelled"
     assert protocol.send_response_cancel() is None
 
 
 def test_a_done_response_that_claims_in_progress_still_ends() -> None:
     server = ScriptedServer()
     protocol = RealtimeProtocol()
-    feed(protocol, server.response_created("resp_1"), server.response_done("resp_1", status="in_progress"))
+    feed(
+        protocol,
+        server.response_created("resp_1"),
+        server.response_done("resp_1", status="in_progress"),
+    )
     record = protocol.responses.get("resp_1")
-    assert record is not None and not record.in_progress and record.status is None
+    assert record is not None
+    assert not record.in_progress
+    assert record.status is None
     assert protocol.can_create_response
 
 
@@ -189,7 +210,8 @@ def test_events_about_a_response_before_its_start_are_kept() -> None:
     protocol = RealtimeProtocol()
     feed(protocol, server.output_item_added("resp_9", "item_9"))
     record = protocol.responses.get("resp_9")
-    assert record is not None and record.output_item_ids == ["item_9"]
+    assert record is not None
+    assert record.output_item_ids == ["item_9"]
     feed(protocol, server.response_created("resp_9"))
     assert protocol.active_response is record
 

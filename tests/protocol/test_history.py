@@ -51,7 +51,9 @@ def test_same_history_needs_nothing() -> None:
 
 
 def test_server_fields_do_not_count_as_changes() -> None:
-    served = MessageItem(id="a", object="realtime.item", status="completed", role="user", content=A.content)
+    served = MessageItem(
+        id="a", object="realtime.item", status="completed", role="user", content=A.content
+    )
     assert plan_history([served], [A], new_id_factory()) == []
 
 
@@ -60,7 +62,9 @@ def test_removing_items_deletes_them() -> None:
 
 
 def test_new_items_chain_after_their_predecessor() -> None:
-    events = plan_history([A], [system_message("rules"), A, user_message("x"), user_message("y")], new_id_factory())
+    events = plan_history(
+        [A], [system_message("rules"), A, user_message("x"), user_message("y")], new_id_factory()
+    )
     assert summary(events) == [
         ("create", "new_1", "root"),
         ("create", "new_2", "a"),
@@ -77,7 +81,10 @@ def test_reordering_keeps_the_longest_ordered_run() -> None:
 def test_longest_run_is_chosen_over_a_greedy_one() -> None:
     items = [user_message(str(n), id=str(n)) for n in range(6)]
     desired = [items[5], items[0], items[1], items[2], items[3], items[4]]
-    assert summary(plan_history(items, desired, new_id_factory())) == [("delete", "5"), ("create", "5", "root")]
+    assert summary(plan_history(items, desired, new_id_factory())) == [
+        ("delete", "5"),
+        ("create", "5", "root"),
+    ]
 
 
 def test_changed_content_is_deleted_and_recreated_in_place() -> None:
@@ -122,7 +129,10 @@ def test_existing_non_message_items_can_be_kept() -> None:
 
 def test_invalid_content_for_the_role_is_named() -> None:
     bad = MessageItem(role="system", content=[OutputText(text="x")])
-    with pytest.raises(HistoryError, match=r"desired\[0\]: item.content\[0\].type='output_text' is invalid in a system message"):
+    with pytest.raises(
+        HistoryError,
+        match=r"desired\[0\]: item.content\[0\].type='output_text' is invalid in a system message",
+    ):
         plan_history([], [bad], new_id_factory())
 
 
@@ -142,7 +152,8 @@ def test_protocol_queues_the_plan_and_refuses_while_changes_are_unanswered() -> 
         protocol.update_history([])
     created = events[1]
     assert isinstance(created, ConversationItemCreate)
-    assert created.item.id == "vx_item_1" and created.previous_item_id == "root"
+    assert created.item.id == "vx_item_1"
+    assert created.previous_item_id == "root"
     feed(protocol, server.deleted("a"), server.item_added("vx_item_1", None))
     assert protocol.conversation.item_ids == ("vx_item_1", "b")
     assert protocol.update_history(protocol.conversation.items()) == []

@@ -18,7 +18,7 @@ from voxwire.protocol import (
     ResponseOutputAudioTranscriptDone,
 )
 
-from .scenario import SECOND_OF_PCM16_BYTES, ScriptedServer, feed, ga_turn_with_audio
+from .scenario import ScriptedServer, feed, ga_turn_with_audio
 
 
 def wire(protocol: RealtimeProtocol) -> list[dict[str, object]]:
@@ -30,7 +30,9 @@ def test_partly_heard_audio_is_truncated_at_the_played_samples() -> None:
     events = protocol.interrupt({("item_a", 0): 4_800})  # 200 ms of the 1 s received
     assert events == [
         ResponseCancel(response_id="resp_a", event_id="vx_evt_1"),
-        ConversationItemTruncate(item_id="item_a", content_index=0, audio_end_ms=200, event_id="vx_evt_2"),
+        ConversationItemTruncate(
+            item_id="item_a", content_index=0, audio_end_ms=200, event_id="vx_evt_2"
+        ),
     ]
     assert [f["type"] for f in wire(protocol)] == ["response.cancel", "conversation.item.truncate"]
 
@@ -66,7 +68,9 @@ def test_server_side_cancel_sends_no_cancel() -> None:
     events = protocol.interrupt({("item_a", 0): 2_400}, cancel_response=False)
     assert [type(e) for e in events] == [ConversationItemTruncate]
     record = protocol.responses.get("resp_a")
-    assert record is not None and record.interrupted and not record.cancel_sent
+    assert record is not None
+    assert record.interrupted
+    assert not record.cancel_sent
 
 
 def test_later_deltas_of_the_interrupted_response_are_dropped() -> None:
@@ -90,7 +94,7 @@ def test_later_deltas_of_the_interrupted_response_are_dropped() -> None:
         server.response_done("resp_a", status="cancelled"),
     )
     # Deltas are gone; the done events still arrive and the response ends.
-    assert [type(e) for e in received][0] is ResponseOutputAudioTranscriptDone
+    assert next(type(e) for e in received) is ResponseOutputAudioTranscriptDone
     assert isinstance(received[-1], ResponseDone)
     assert len(received) == 3
     assert protocol.audio_received_samples("item_a") == 24_000
@@ -99,7 +103,8 @@ def test_later_deltas_of_the_interrupted_response_are_dropped() -> None:
     assert protocol.conversation.transcript("item_a") is None
     assert protocol.conversation.truncated_at_ms("item_a") == 200
     segment = protocol.audio.get(("item_a", 0))
-    assert segment is not None and segment.truncated_at_ms == 200
+    assert segment is not None
+    assert segment.truncated_at_ms == 200
     assert protocol.can_create_response
 
 
@@ -117,7 +122,9 @@ def test_a_fully_played_earlier_answer_is_left_alone() -> None:
     events = protocol.interrupt({("item_a", 0): 24_000, ("item_b", 0): 2_400})
     assert events == [
         ResponseCancel(response_id="resp_b", event_id="vx_evt_1"),
-        ConversationItemTruncate(item_id="item_b", content_index=0, audio_end_ms=100, event_id="vx_evt_2"),
+        ConversationItemTruncate(
+            item_id="item_b", content_index=0, audio_end_ms=100, event_id="vx_evt_2"
+        ),
     ]
 
 
@@ -128,7 +135,9 @@ def test_an_earlier_answer_named_but_cut_short_is_truncated() -> None:
     # The response is over but playback was not: the clock names the segment.
     events = protocol.interrupt({("item_a", 0): 12_000})
     assert events == [
-        ConversationItemTruncate(item_id="item_a", content_index=0, audio_end_ms=500, event_id="vx_evt_1")
+        ConversationItemTruncate(
+            item_id="item_a", content_index=0, audio_end_ms=500, event_id="vx_evt_1"
+        )
     ]
     assert protocol.interrupt({}) == []  # older segments not named are not touched
 
@@ -153,7 +162,9 @@ def test_every_segment_of_a_partly_heard_item_is_truncated() -> None:
     protocol = ga_turn_with_audio(server)
     feed(protocol, server.audio_delta("resp_a", "item_a", 4_800, content_index=1))
     events = protocol.interrupt({("item_a", 0): 2_400}, cancel_response=False)
-    assert [(e.content_index, e.audio_end_ms) for e in events if isinstance(e, ConversationItemTruncate)] == [
+    assert [
+        (e.content_index, e.audio_end_ms) for e in events if isinstance(e, ConversationItemTruncate)
+    ] == [
         (0, 100),
         (1, 0),
     ]
@@ -168,7 +179,9 @@ def test_already_truncated_and_unannounced_segments_are_skipped() -> None:
         # Audio of an out-of-band item that never joined the conversation.
         server.audio_delta("resp_a", "item_oob", 960),
     )
-    assert protocol.interrupt({("item_a", 0): 100, ("item_oob", 0): 10}, cancel_response=False) == []
+    assert (
+        protocol.interrupt({("item_a", 0): 100, ("item_oob", 0): 10}, cancel_response=False) == []
+    )
 
 
 @pytest.mark.parametrize("count", [-1, 1.5, True, "10"])
@@ -211,7 +224,9 @@ def test_out_of_order_delta_for_an_unknown_item_is_kept_and_counted() -> None:
     assert [type(e) for e in received] == [ResponseOutputAudioDelta]
     assert protocol.audio_received_samples("item_x") == 480
     segment = protocol.audio.get(("item_x", 0))
-    assert segment is not None and segment.response_id == "resp_x" and segment.received_ms == 20
+    assert segment is not None
+    assert segment.response_id == "resp_x"
+    assert segment.received_ms == 20
     # The item shows up later and joins the conversation; its audio was counted all along.
     feed(
         protocol,

@@ -73,14 +73,15 @@ def test_session_changes_only_when_the_server_acknowledges() -> None:
     assert protocol.session is None
     feed(protocol, server.session_created(instructions="default"))
     protocol.send_session_update(SessionConfig(instructions="mine"))
-    assert protocol.session is not None and protocol.session.instructions == "default"
+    assert protocol.session is not None
+    assert protocol.session.instructions == "default"
     feed(protocol, server.session_updated(instructions="mine"))
     assert protocol.session.instructions == "mine"
 
 
 def test_a_bad_session_update_raises_before_anything_is_queued() -> None:
     protocol = RealtimeProtocol()
-    with pytest.raises(ConfigurationError, match="audio.output.speed=3"):
+    with pytest.raises(ConfigurationError, match=r"audio\.output\.speed=3"):
         protocol.send_session_update({"speed": 3})
     assert protocol.data_to_send() == []
 
@@ -118,7 +119,9 @@ def test_events_received_hands_out_each_event_once() -> None:
     server = ScriptedServer()
     protocol = RealtimeProtocol()
     protocol.receive_text(server.response_created("resp_1"))
-    protocol.receive_text(server.frame("rate_limits.updated", rate_limits=[{"name": "tokens", "limit": 10}]))
+    protocol.receive_text(
+        server.frame("rate_limits.updated", rate_limits=[{"name": "tokens", "limit": 10}])
+    )
     events = protocol.events_received()
     assert [e.type for e in events] == ["response.created", "rate_limits.updated"]
     assert isinstance(events[0], ResponseCreated)
@@ -170,12 +173,20 @@ def test_an_unreadable_response_done_still_ends_its_response() -> None:
         ' "status": "cancelled", "usage": "[Object]"}}',
     )
     record = protocol.responses.get("resp_1")
-    assert record is not None and record.status == "cancelled"
+    assert record is not None
+    assert record.status == "cancelled"
     # The gate opened, so the held request went out.
     assert [json.loads(f)["type"] for f in protocol.data_to_send()] == ["response.create"]
-    feed(protocol, server.response_created("resp_2"), '{"type": "response.done", "event_id": "e", "response": {"id": "resp_2", "status": "exploded", "usage": 1}}')
+    feed(
+        protocol,
+        server.response_created("resp_2"),
+        '{"type": "response.done", "event_id": "e",'
+        ' "response": {"id": "resp_2", "status": "exploded", "usage": 1}}',
+    )
     record = protocol.responses.get("resp_2")
-    assert record is not None and record.status is None and not record.in_progress
+    assert record is not None
+    assert record.status is None
+    assert not record.in_progress
 
 
 def test_unknown_events_pass_through_without_changing_state() -> None:
@@ -191,8 +202,15 @@ def test_input_transcription_is_tracked_per_user_item() -> None:
     feed(
         protocol,
         server.item_added("item_u", None, content=[{"type": "input_audio"}]),
-        server.frame("conversation.item.input_audio_transcription.delta", item_id="item_u", content_index=0, delta="Hel"),
-        server.frame("conversation.item.input_audio_transcription.delta", item_id="item_u", delta="lo"),
+        server.frame(
+            "conversation.item.input_audio_transcription.delta",
+            item_id="item_u",
+            content_index=0,
+            delta="Hel",
+        ),
+        server.frame(
+            "conversation.item.input_audio_transcription.delta", item_id="item_u", delta="lo"
+        ),
         server.frame("conversation.item.input_audio_transcription.delta", item_id="item_u"),
     )
     assert protocol.conversation.transcript("item_u") == "Hello"
@@ -222,7 +240,12 @@ def test_text_responses_are_tracked_like_transcripts() -> None:
     assert protocol.conversation.transcript("i") == "Hi you"
     feed(protocol, server.frame("response.output_text.done", text="Hi you!", **part))
     assert protocol.conversation.transcript("i") == "Hi you!"
-    feed(protocol, server.frame("response.content_part.done", part={"type": "text", "text": "Hi you!!"}, **part))
+    feed(
+        protocol,
+        server.frame(
+            "response.content_part.done", part={"type": "text", "text": "Hi you!!"}, **part
+        ),
+    )
     assert protocol.conversation.transcript("i") == "Hi you!!"
     feed(protocol, server.frame("response.content_part.done", part={"type": "audio"}, **part))
     assert protocol.conversation.transcript("i") == "Hi you!!"
@@ -236,7 +259,11 @@ def test_interrupted_text_done_events_do_not_overwrite() -> None:
     feed(
         protocol,
         server.frame("response.output_text.done", text="never heard", **part),
-        server.frame("response.content_part.done", part={"type": "audio", "transcript": "never heard"}, **part),
+        server.frame(
+            "response.content_part.done",
+            part={"type": "audio", "transcript": "never heard"},
+            **part,
+        ),
     )
     assert protocol.conversation.transcript("item_a") == "Once upon a time"
 
@@ -246,13 +273,20 @@ def test_beta_flag_selects_the_beta_decoder() -> None:
     assert not RealtimeProtocol().beta
 
 
-# --- property: no frame sequence makes the receive path raise ------------------------------------
+# --- property: no frame sequence makes the receive path raise -------------------------------------
 
-TRACE_FRAMES = frames(GA_SIP_FILEORDER) + frames(GA_DOCS_SERVER) + frames(BETA_BANYAN_SERVER)[:30] + frames(BETA_LIUSIDA)[-4:]
+TRACE_FRAMES = (
+    frames(GA_SIP_FILEORDER)
+    + frames(GA_DOCS_SERVER)
+    + frames(BETA_BANYAN_SERVER)[:30]
+    + frames(BETA_LIUSIDA)[-4:]
+)
 JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
 JSON_VALUES = st.recursive(
     JSON_SCALARS,
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -269,7 +303,9 @@ FRAMES = (
     | st.builds(
         mutated,
         st.sampled_from(TRACE_FRAMES),
-        st.sampled_from(["item", "response", "item_id", "delta", "previous_item_id", "session", "error"]),
+        st.sampled_from(
+            ["item", "response", "item_id", "delta", "previous_item_id", "session", "error"]
+        ),
         JSON_VALUES,
     )
 )

@@ -18,6 +18,7 @@ from voxwire.protocol import (
     OutputAudio,
     ProtocolErrorEvent,
     RealtimeProtocol,
+    ReceivedEvent,
     ResponseOutputAudioTranscriptDelta,
     ResponseOutputTextDelta,
     SessionConfig,
@@ -97,10 +98,10 @@ def test_beta_client_session_update_normalises_to_ga() -> None:
     assert wire["audio"]["input"]["turn_detection"]["silence_duration_ms"] == 200
 
 
-# --- chronological traces drive the state machine ---------------------------------------------------
+# --- chronological traces drive the state machine -------------------------------------------------
 
 
-def run(name: str, *, beta: bool = False) -> tuple[RealtimeProtocol, list[object]]:
+def run(name: str, *, beta: bool = False) -> tuple[RealtimeProtocol, list[ReceivedEvent]]:
     protocol = RealtimeProtocol(beta=beta)
     for frame in frames(name):
         protocol.receive_text(frame)
@@ -111,11 +112,15 @@ def test_ga_sip_turn_sequence() -> None:
     protocol, events = run(GA_SIP_TURN)
     assert len(events) == 10
     # Joined mid-session: the user item's predecessor was never seen, so it goes last (first).
-    assert protocol.conversation.item_ids == ("item_Ct1OhVepyDFpDovHrgmNp", "item_Ct1OkNEvGW5s0xZERnV95")
+    assert protocol.conversation.item_ids == (
+        "item_Ct1OhVepyDFpDovHrgmNp",
+        "item_Ct1OkNEvGW5s0xZERnV95",
+    )
     assert protocol.gate_state is GateState.ACTIVE
     assert not protocol.can_create_response
     active = protocol.active_response
-    assert active is not None and active.id == "resp_Ct1OkhbgNQBuFX2HeE0P9"
+    assert active is not None
+    assert active.id == "resp_Ct1OkhbgNQBuFX2HeE0P9"
     assert active.output_item_ids == ["item_Ct1OkNEvGW5s0xZERnV95"]
     assert protocol.conversation.transcript("item_Ct1OkNEvGW5s0xZERnV95") == "The"
     assert protocol.conversation.response_of("item_Ct1OkNEvGW5s0xZERnV95") == active.id
@@ -126,10 +131,15 @@ def test_ga_sip_events_in_file_order_leave_a_consistent_state() -> None:
     protocol, events = run(GA_SIP_FILEORDER)
     assert len(events) == 27
     assert protocol.session is not None
-    assert protocol.session.instructions == "You are a polite AI assistant on a phone call. Keep answers short."
+    assert (
+        protocol.session.instructions
+        == "You are a polite AI assistant on a phone call. Keep answers short."
+    )
     done = protocol.responses.get("resp_CsZyL5IuqSgPEut0cI82K")
-    assert done is not None and done.status == "completed"
-    assert done.usage is not None and done.usage.total_tokens == 320
+    assert done is not None
+    assert done.status == "completed"
+    assert done.usage is not None
+    assert done.usage.total_tokens == 320
     # Both later responses were created and never finished in this excerpt.
     assert {r.id for r in protocol.responses.all() if r.in_progress} == {
         "resp_Ct1OZ5ukpGEZNeUWx1iOH",
@@ -145,8 +155,8 @@ def test_ga_sip_events_in_file_order_leave_a_consistent_state() -> None:
     )
     # Transcripts come from deltas, then the final text of transcript.done / content_part.done.
     story = "Sure! I'd be happy to tell you a short bedtime story."
-    assert protocol.conversation.transcript("item_Ct1OZd4ZkrcbhoRueeC2O", 0).startswith(story)
-    assert protocol.conversation.transcript("item_CsZyLdZ3sHZ2DniSNrTKs", 0).startswith(story)
+    for item_id in ("item_Ct1OZd4ZkrcbhoRueeC2O", "item_CsZyLdZ3sHZ2DniSNrTKs"):
+        assert (protocol.conversation.transcript(item_id) or "").startswith(story)
     assert protocol.conversation.transcript("item_Ct1OkNEvGW5s0xZERnV95") == "The"
 
 
@@ -213,10 +223,12 @@ def test_beta_liusida_text_response_with_a_truncated_log() -> None:
     assert "`$.response.output[0]`" in errors[1].message
     # ...and the unreadable response.done still ends its response, so the gate opens again.
     record = protocol.responses.get("resp_C1PSbsyhar4EpjNZg9fkB")
-    assert record is not None and record.status == "completed"
+    assert record is not None
+    assert record.status == "completed"
     assert protocol.can_create_response
     text = protocol.conversation.transcript("item_C1PSbur7hgTONg4H8lKhl")
-    assert text is not None and json.loads(text)["word"] == "pending"
+    assert text is not None
+    assert json.loads(text)["word"] == "pending"
 
 
 def test_beta_decoder_passes_ga_frames_through() -> None:

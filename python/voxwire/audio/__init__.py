@@ -2,11 +2,30 @@
 
 * :class:`Resampler` — streaming PCM16 resampling between device rates and 24 kHz
 * :func:`to_mono` — interleaved multi-channel PCM16 to mono
+* :func:`read_wav` / :func:`write_wav` — 16-bit PCM WAV files (standard library ``wave``)
+* :func:`resampler_kernel` — which SIMD kernel the resampler runs on this CPU
+* :class:`PcmRing` — lock-free SPSC ring of PCM16 between the network and the device callback
+* :class:`PlaybackClock` / :class:`ItemPlayback` — how much of each assistant item was heard,
+  for ``conversation.item.truncate`` / ``delete`` on interruption (docs/audio-output.md)
+* :mod:`voxwire.audio.g711` — G.711 µ-law / A-law encode and decode
 
 Every function here accepts PCM16 as ``bytes``, ``bytearray``, ``memoryview`` or a 1-D numpy
 ``int16`` array, and returns numpy ``int16`` arrays.
 """
 
-from voxwire._core import Resampler, to_mono
+from voxwire._core import ItemPlayback, PcmRing, PlaybackClock, Resampler, resampler_kernel, to_mono
+from voxwire.audio import g711
+from voxwire.audio.wav import WavAudio, read_wav, write_wav
 
-__all__ = ["Resampler", "to_mono"]
+__all__ = [
+    "ItemPlayback",
+    "PcmRing",
+    "PlaybackClock",
+    "Resampler",
+    "WavAudio",
+    "g711",
+    "read_wav",
+    "resampler_kernel",
+    "to_mono",
+    "write_wav",
+]

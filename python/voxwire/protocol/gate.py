@@ -68,7 +68,6 @@ TRANSITIONS: Final[dict[tuple[GateState, GateTrigger], GateState]] = {
 }
 
 
-
 def next_state(state: GateState, trigger: GateTrigger) -> GateState:
     """The state after ``trigger``: the table's answer, or ``state`` for an unlisted pair."""
     return TRANSITIONS.get((state, trigger), state)

@@ -176,7 +176,7 @@ class RealtimeProtocol:
         )
         return self._queue(SessionUpdate(session=session))
 
-    def send_input_audio(self, audio: bytes) -> InputAudioBufferAppend:
+    def send_input_audio(self, audio: bytes | bytearray | memoryview) -> InputAudioBufferAppend:
         """Append audio, in the session's input format, to the server's input buffer."""
         return self._queue(InputAudioBufferAppend(audio=bytes(audio)))
 

@@ -260,6 +260,15 @@ enum Kernel {
     Avx2Fma,
 }
 
+/// Name of the kernel the resampler uses on this CPU: `"avx2+fma"` or `"portable"`.
+pub fn kernel_name() -> &'static str {
+    match Kernel::detect() {
+        Kernel::Portable => "portable",
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2Fma => "avx2+fma",
+    }
+}
+
 impl Kernel {
     fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]

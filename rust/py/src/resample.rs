@@ -157,8 +157,15 @@ fn to_mono<'py>(
     })
 }
 
+/// Which resampler kernel this CPU runs: ``"avx2+fma"`` or ``"portable"``.
+#[pyfunction]
+fn resampler_kernel() -> &'static str {
+    voxwire_audio::resample::kernel_name()
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Resampler>()?;
+    m.add_function(wrap_pyfunction!(resampler_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(to_mono, m)?)?;
     Ok(())
 }

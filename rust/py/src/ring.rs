@@ -10,9 +10,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use numpy::{
-    PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods, PyUntypedArrayMethods as _,
-};
+use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyByteArray;
@@ -157,8 +155,11 @@ impl PcmRing {
     /// which also reports what was played.
     fn clear(&self, py: Python<'_>) -> PyResult<usize> {
         let halves = &*self.halves;
-        py.detach(|| lock(&halves.producer).is_some().then(|| lock(&halves.consumer).clear()))
-            .ok_or_else(|| errors::invalid_state(py, OWNED_BY_CLOCK))
+        // Checked first, not under the consumer's lock: the two locks are never nested.
+        if lock(&halves.producer).is_none() {
+            return Err(errors::invalid_state(py, OWNED_BY_CLOCK));
+        }
+        Ok(py.detach(|| lock(&halves.consumer).clear()))
     }
 
     /// Capacity in samples.

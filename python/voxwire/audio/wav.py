@@ -1,0 +1,53 @@
+"""16-bit PCM WAV files in and out, with the standard library's ``wave`` module."""
+
+from __future__ import annotations
+
+import wave
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from voxwire._core import to_mono
+from voxwire.exceptions import ConfigurationError
+
+
+@dataclass(frozen=True)
+class WavAudio:
+    """Mono PCM16 samples and their rate, as read from a WAV file."""
+
+    pcm: npt.NDArray[np.int16]
+    rate_hz: int
+    #: Channels in the file before they were mixed down to mono.
+    source_channels: int
+
+
+def read_wav(path: str | Path) -> WavAudio:
+    """Read a 16-bit PCM WAV file, mixing several channels down to mono."""
+    with wave.open(str(path), "rb") as w:
+        if w.getsampwidth() != 2:
+            raise ConfigurationError(
+                f"{path}: {8 * w.getsampwidth()}-bit samples are not supported: "
+                "voxwire reads 16-bit PCM WAV (convert with e.g. `sox in.wav -b 16 out.wav`)"
+            )
+        channels = w.getnchannels()
+        rate_hz = w.getframerate()
+        raw = w.readframes(w.getnframes())
+    pcm = np.frombuffer(raw, dtype="<i2").astype(np.int16)
+    if channels > 1:
+        pcm = to_mono(pcm, channels)
+    return WavAudio(pcm=pcm, rate_hz=rate_hz, source_channels=channels)
+
+
+def write_wav(path: str | Path, pcm: npt.NDArray[np.int16], rate_hz: int) -> None:
+    """Write mono PCM16 samples as a WAV file."""
+    if pcm.dtype != np.int16 or pcm.ndim != 1:
+        raise ConfigurationError(
+            f"write_wav needs 1-D int16 samples, got dtype {pcm.dtype} with shape {pcm.shape}"
+        )
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate_hz)
+        w.writeframes(pcm.astype("<i2").tobytes())
