@@ -222,3 +222,65 @@ def test_response_without_id_changes_no_state() -> None:
     feed(protocol, json.dumps({"type": "response.done", "event_id": "e2", "response": {}}))
     assert protocol.responses.all() == []
     assert protocol.can_create_response
+
+
+def oob(instructions: str = "Summarise.") -> ResponseCreateParams:
+    return ResponseCreateParams(conversation="none", instructions=instructions)
+
+
+def out_of_band_created(server: ScriptedServer, response_id: str) -> str:
+    frame = json.loads(server.response_created(response_id))
+    frame["response"]["conversation_id"] = None
+    return json.dumps(frame)
+
+
+def conversation_created(server: ScriptedServer, response_id: str) -> str:
+    frame = json.loads(server.response_created(response_id))
+    frame["response"]["conversation_id"] = "conv_1"
+    return json.dumps(frame)
+
+
+def test_out_of_band_responses_run_beside_the_conversation() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    feed(protocol, conversation_created(server, "resp_conv"))
+    # GA: only one response may write to the conversation; out-of-band ones run in parallel.
+    event = protocol.send_response_create(oob())
+    assert event is not None
+    assert event.response is not None
+    assert protocol.held_response_creates == 0
+    feed(protocol, out_of_band_created(server, "resp_oob"))
+    record = protocol.responses.get("resp_oob")
+    assert record is not None
+    assert record.out_of_band
+    assert record.in_progress
+    assert protocol.responses_in_progress == ("resp_conv",)
+    active = protocol.active_response
+    assert active is not None
+    assert active.id == "resp_conv"
+    feed(protocol, server.response_done("resp_conv"))
+    assert protocol.can_create_response  # the out-of-band response does not hold the gate
+    cancel = protocol.send_response_cancel("resp_oob")
+    assert cancel is not None
+    assert cancel.response_id == "resp_oob"
+    assert protocol.send_response_cancel("resp_oob") is None
+    assert protocol.send_response_cancel("resp_conv") is None  # over already
+    assert protocol.send_response_cancel("never_seen") is None
+
+
+def test_a_null_conversation_id_without_an_out_of_band_request_is_the_conversation() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    feed(protocol, out_of_band_created(server, "resp_1"))
+    assert protocol.responses_in_progress == ("resp_1",)
+
+
+def test_a_rejected_out_of_band_request_is_forgotten() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    event = protocol.send_response_create(oob())
+    assert event is not None
+    feed(protocol, server.error(event.event_id))
+    feed(protocol, out_of_band_created(server, "resp_1"))
+    # Nothing out of band was pending any more, so this response is the conversation's.
+    assert protocol.responses_in_progress == ("resp_1",)

@@ -113,8 +113,10 @@ class ConversationState:
         self._deleted.add(item_id)
         if self._items.pop(item_id, None) is not None:
             self._order.remove(item_id)
-        for key in [key for key in self._transcripts if key[0] == item_id]:
-            del self._transcripts[key]
+        self._response_of.pop(item_id, None)
+        for table in (self._transcripts, self._truncated_ms):
+            for key in [key for key in table if key[0] == item_id]:
+                del table[key]
 
     def item_truncated(self, item_id: str, content_index: int, audio_end_ms: int) -> None:
         key = (item_id, content_index)

@@ -23,6 +23,10 @@ A create requested while the gate is not IDLE is held. Held requests coalesce â€
 for the same response is one request â€” and the oldest is released when the gate becomes IDLE
 again (on ``response.done``, or on the error that names the create in flight).
 
+Out-of-band responses (``response.create`` with ``conversation="none"``) do not pass the gate:
+GA runs them beside the conversation's response, and their ``response.created`` is told apart
+by its ``conversation_id`` being null. ``RealtimeProtocol`` keeps them away from the gate.
+
 ``response.created`` does not echo the client's ``event_id``, so the first one after a create
 is taken as its answer. If server VAD wins that race, the server rejects the create with an
 error naming its ``event_id``; the error reaches the application, which decides whether to ask

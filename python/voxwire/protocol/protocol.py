@@ -84,6 +84,8 @@ class RealtimeProtocol:
         self._gate = ResponseGate()
         # Item creates/deletes awaiting the server's answer: event_id -> item_id.
         self._item_requests: dict[str, str] = {}
+        # event_ids of out-of-band response.create events awaiting their response.created.
+        self._out_of_band_creates: list[str] = []
 
     # --- state ------------------------------------------------------------------------------------
 
@@ -129,7 +131,8 @@ class RealtimeProtocol:
 
     @property
     def responses_in_progress(self) -> tuple[str, ...]:
-        """Ids of the responses started and not yet done, oldest first."""
+        """Ids of the conversation's responses started and not yet done, oldest first
+        (out-of-band responses are not listed: they do not hold the gate)."""
         return self._gate.in_progress
 
     @property
@@ -229,15 +232,23 @@ class RealtimeProtocol:
         """Ask for a response: sent now if the gate is IDLE (returned), else held (``None``).
 
         Held requests coalesce and go, oldest first, when the response in progress ends.
+        Out-of-band requests (``conversation="none"``) always go at once: GA runs them in
+        parallel ("only one Response can write to the default Conversation at a time, but
+        otherwise multiple Responses can be created in parallel").
         """
+        if params is not None and params.conversation == "none":
+            event_id = self._ids("event")
+            self._out_of_band_creates.append(event_id)
+            return self._queue(ResponseCreate(event_id=event_id, response=params))
         self._gate.hold(params)
         return self._release_held_create()
 
-    def send_response_cancel(self) -> ResponseCancel | None:
-        """Cancel the newest response in progress, once; ``None`` if there is nothing to cancel
-        (GA answers a cancel without an active response with an error)."""
-        record = self.active_response
-        if record is None or record.cancel_sent:
+    def send_response_cancel(self, response_id: str | None = None) -> ResponseCancel | None:
+        """Cancel a response in progress — ``response_id``, or else the newest one in the
+        conversation — once. ``None`` if there is nothing to cancel (GA answers a cancel without
+        an active response with an error)."""
+        record = self.active_response if response_id is None else self._responses.get(response_id)
+        if record is None or not record.in_progress or record.cancel_sent:
             return None
         record.cancel_sent = True
         return self._queue(ResponseCancel(response_id=record.id))
@@ -351,8 +362,14 @@ class RealtimeProtocol:
 
     def _on_response_created(self, event: se.ResponseCreated) -> bool:
         response_id = event.response.id
-        if response_id is not None:
-            self._responses.created(response_id)
+        if response_id is None:
+            return True
+        record = self._responses.created(response_id)
+        # GA: conversation_id is null exactly when the response was created out of band.
+        if event.response.conversation_id is None and self._out_of_band_creates:
+            self._out_of_band_creates.pop(0)
+            record.out_of_band = True
+        else:
             self._gate.response_created(response_id)
         return True
 
@@ -436,6 +453,8 @@ class RealtimeProtocol:
     def _on_error(self, event: se.ErrorEvent) -> bool:
         event_id = event.error.event_id
         self._gate.error(event_id)
+        if event_id in self._out_of_band_creates:
+            self._out_of_band_creates.remove(event_id)
         if event_id is not None and event_id in self._item_requests:
             # The create or delete failed: stop waiting for it.
             self._conversation.create_failed(self._item_requests.pop(event_id))

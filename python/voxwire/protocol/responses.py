@@ -24,6 +24,9 @@ class ResponseRecord:
     """A ``response.cancel`` for it went out (it is sent at most once)."""
     interrupted: bool = False
     """The client interrupted it: later deltas of it are dropped, not handed out."""
+    out_of_band: bool = False
+    """Created with ``conversation="none"``: it writes to no conversation and does not hold
+    the response gate."""
 
     @property
     def in_progress(self) -> bool:

@@ -121,7 +121,10 @@ const ITEM_RATES: [u32; 4] = [8000, 16_000, 24_000, 48_000];
 #[derive(Debug, Clone)]
 enum Op {
     /// Push `len` samples to the current item, or to a new item (content index, rate choice).
-    Push { new_item: Option<(u32, usize)>, len: usize },
+    Push {
+        new_item: Option<(u32, usize)>,
+        len: usize,
+    },
     Pop(usize),
     Interrupt,
     DropFinished,

@@ -57,7 +57,11 @@ fn with_codes<R>(data: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<R>) 
     )))
 }
 
-fn decode<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, f: DecodeFn) -> PyResult<Bound<'py, PyArray1<i16>>> {
+fn decode<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    f: DecodeFn,
+) -> PyResult<Bound<'py, PyArray1<i16>>> {
     with_codes(data, |codes| {
         let out = PyArray1::<i16>::zeros(py, codes.len(), false);
         {

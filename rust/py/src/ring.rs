@@ -103,7 +103,11 @@ impl PcmRing {
 
     /// Take up to ``max_samples`` samples; returns them as a new numpy int16 array (empty if
     /// the ring is empty).
-    fn pop<'py>(&self, py: Python<'py>, max_samples: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<i16>>> {
+    fn pop<'py>(
+        &self,
+        py: Python<'py>,
+        max_samples: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<i16>>> {
         let v = int_arg(max_samples, "max_samples", ">= 0")?;
         let max = usize::try_from(v).map_err(|_| errors::out_of_range("max_samples", v, ">= 0"))?;
         // Size the array by what is readable now; only a concurrent discard can make it less.
@@ -232,8 +236,9 @@ fn out_array<'a, 'py>(out: &'a Bound<'py, PyAny>) -> PyResult<&'a Bound<'py, PyA
     let shape = arr.shape();
     if !(shape.len() == 1 || (shape.len() == 2 && shape[1] == 1)) {
         return Err(PyValueError::new_err(format!(
-            "out must be a mono buffer of shape (n,) or (n, 1), got shape {shape:?}: pop mono samples \
-             and copy them to each channel"
+            "out must be a mono buffer of shape (n,) or (n, 1), got shape ({}): pop mono samples \
+             and copy them to each channel",
+            shape.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
         )));
     }
     Ok(arr)
