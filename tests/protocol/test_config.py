@@ -21,6 +21,7 @@ from voxwire.protocol import (
     FunctionToolChoice,
     McpTool,
     NoiseReduction,
+    Reasoning,
     RetentionRatioTruncation,
     SemanticVad,
     ServerVad,
@@ -48,7 +49,8 @@ def test_ga_shape_round_trips_through_the_wire_form() -> None:
         max_output_tokens=512,
         tracing=TracingConfig(workflow_name="support"),
         truncation=RetentionRatioTruncation(retention_ratio=0.8),
-        extra={"reasoning": {"effort": "low"}},
+        reasoning=Reasoning(effort="low"),
+        extra={"service_tier": "fast"},
     )
     wire = config.to_wire()
     assert wire["audio"]["input"]["format"] == {"type": "audio/pcm", "rate": 24000}
@@ -65,6 +67,7 @@ def test_ga_shape_round_trips_through_the_wire_form() -> None:
     assert wire["tool_choice"] == {"type": "function", "name": "get_weather"}
     assert wire["truncation"] == {"type": "retention_ratio", "retention_ratio": 0.8}
     assert wire["reasoning"] == {"effort": "low"}
+    assert wire["service_tier"] == "fast"
     assert "extra" not in wire
     assert SessionConfig.from_mapping(wire) == config
 
@@ -190,18 +193,14 @@ def test_camel_case_keys_normalise_at_every_modelled_level() -> None:
 
 def test_unknown_top_level_fields_pass_through_in_extra() -> None:
     config = SessionConfig.from_mapping(
-        {
-            "instructions": "x",
-            "parallel_tool_calls": True,
-            "extra": {"reasoning": {"effort": "low"}},
-        }
+        {"instructions": "x", "service_tier": "fast", "extra": {"beta_knob": {"on": True}}}
     )
-    assert config.extra == {"parallel_tool_calls": True, "reasoning": {"effort": "low"}}
+    assert config.extra == {"service_tier": "fast", "beta_knob": {"on": True}}
     assert config.to_wire() == {
         "type": "realtime",
         "instructions": "x",
-        "parallel_tool_calls": True,
-        "reasoning": {"effort": "low"},
+        "service_tier": "fast",
+        "beta_knob": {"on": True},
     }
 
 

@@ -14,8 +14,10 @@ import typing
 from collections.abc import Iterator
 from typing import Any
 
+import msgspec
 import pydantic
 import pytest
+from openai.types import realtime as rt
 from openai.types.realtime import RealtimeClientEvent, RealtimeServerEvent
 from openai.types.realtime.response_item_reference import ResponseItemReference
 
@@ -27,22 +29,32 @@ from voxwire.protocol import (
     AudioConfig,
     AudioInputConfig,
     AudioOutputConfig,
+    ErrorInfo,
     FunctionCallItem,
     FunctionCallOutputItem,
     FunctionTool,
     FunctionToolChoice,
     InputAudio,
     InputImage,
+    InputText,
+    InputTokenDetails,
     Item,
     ItemReference,
+    McpApprovalRequestItem,
     McpApprovalResponseItem,
+    McpCallItem,
+    McpListToolsItem,
     McpTool,
     McpToolChoice,
     MessageItem,
     NoiseReduction,
     OutputAudio,
+    OutputText,
     ProtocolErrorEvent,
+    RateLimit,
     RealtimeProtocol,
+    Reasoning,
+    Response,
     ResponseAudioOutputParams,
     ResponseAudioParams,
     ResponseCreateParams,
@@ -50,9 +62,11 @@ from voxwire.protocol import (
     SemanticVad,
     ServerVad,
     SessionConfig,
+    StatusDetails,
     TracingConfig,
     Transcription,
     UnknownServerEvent,
+    Usage,
     VoiceId,
     assistant_message,
     decode_server_event,
@@ -128,6 +142,50 @@ def test_every_official_field_is_modelled(event_type: str) -> None:
     )
 
 
+NESTED = [
+    (rt.realtime_response.RealtimeResponse, Response),
+    (rt.realtime_response_usage.RealtimeResponseUsage, Usage),
+    (
+        rt.realtime_response_usage_input_token_details.RealtimeResponseUsageInputTokenDetails,
+        InputTokenDetails,
+    ),
+    (rt.realtime_response_status.RealtimeResponseStatus, StatusDetails),
+    (rt.realtime_error.RealtimeError, ErrorInfo),
+    (rt.rate_limits_updated_event.RateLimit, RateLimit),
+    (rt.realtime_conversation_item_user_message.RealtimeConversationItemUserMessage, MessageItem),
+    (rt.realtime_conversation_item_user_message.Content, InputAudio | InputImage | InputText),
+    (rt.realtime_conversation_item_assistant_message.Content, OutputAudio | OutputText),
+    (
+        rt.realtime_conversation_item_function_call.RealtimeConversationItemFunctionCall,
+        FunctionCallItem,
+    ),
+    (
+        rt.realtime_conversation_item_function_call_output.RealtimeConversationItemFunctionCallOutput,
+        FunctionCallOutputItem,
+    ),
+    (rt.realtime_mcp_tool_call.RealtimeMcpToolCall, McpCallItem),
+    (rt.realtime_mcp_list_tools.RealtimeMcpListTools, McpListToolsItem),
+    (rt.realtime_mcp_approval_request.RealtimeMcpApprovalRequest, McpApprovalRequestItem),
+    (rt.realtime_mcp_approval_response.RealtimeMcpApprovalResponse, McpApprovalResponseItem),
+    (rt.realtime_session_create_request.RealtimeSessionCreateRequest, SessionConfig),
+    (rt.realtime_audio_config_input.RealtimeAudioConfigInput, AudioInputConfig),
+    (rt.realtime_audio_config_output.RealtimeAudioConfigOutput, AudioOutputConfig),
+    (rt.realtime_audio_input_turn_detection.ServerVad, ServerVad),
+    (rt.realtime_audio_input_turn_detection.SemanticVad, SemanticVad),
+    (rt.audio_transcription.AudioTranscription, Transcription),
+    (rt.realtime_response_create_params.RealtimeResponseCreateParams, ResponseCreateParams),
+]
+
+
+@pytest.mark.parametrize(("official", "ours"), NESTED, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_every_official_field_of_nested_objects_is_modelled(official: Any, ours: Any) -> None:
+    modelled: set[str] = set()
+    for cls in typing.get_args(ours) or (ours,):
+        modelled |= {f.encode_name for f in msgspec.structs.fields(cls)}
+    missing = set(official.model_fields) - modelled - {"type"}
+    assert missing == set()
+
+
 # --- every client event the core can produce ------------------------------------------------------
 
 
@@ -166,6 +224,8 @@ FULL_SESSION = SessionConfig(
     tracing=TracingConfig(workflow_name="support", group_id="g1", metadata={"k": "v"}),
     truncation=RetentionRatioTruncation(retention_ratio=0.5),
     include=["item.input_audio_transcription.logprobs"],
+    reasoning=Reasoning(effort="low"),
+    parallel_tool_calls=False,
 )
 
 SESSION_VARIANTS = [
@@ -228,6 +288,8 @@ RESPONSE_VARIANTS = [
         tools=[FunctionTool(name="f", parameters={"type": "object"})],
         tool_choice=FunctionToolChoice(name="f"),
         audio=ResponseAudioParams(output=ResponseAudioOutputParams(format=PCM16, voice="cedar")),
+        reasoning=Reasoning(effort="minimal"),
+        parallel_tool_calls=True,
     ),
     ResponseCreateParams(conversation="auto", input=[]),
 ]

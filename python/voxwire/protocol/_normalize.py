@@ -89,7 +89,7 @@ def normalize_session(mapping: Any, *, strict: bool, schema: Schema) -> dict[str
         top["audio"] = _audio(top["audio"], strict, schema)
     if "tools" in top:
         top["tools"] = _tools(top["tools"], strict, schema)
-    for key in ("tool_choice", "tracing", "truncation"):
+    for key in ("tool_choice", "tracing", "truncation", "reasoning"):
         if isinstance(top.get(key), Mapping):
             top[key] = _snake_keys(top[key], key)
     top["extra"] = extra

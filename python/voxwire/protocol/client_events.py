@@ -17,6 +17,7 @@ from voxwire.protocol.config import (
     AudioFormat,
     MaxOutputTokens,
     Prompt,
+    Reasoning,
     SessionConfig,
     Tool,
     ToolChoice,
@@ -82,6 +83,8 @@ class ResponseCreateParams(_Params, frozen=True):
     max_output_tokens: MaxOutputTokens | UnsetType = UNSET
     metadata: dict[str, str] | UnsetType | None = UNSET
     prompt: Prompt | UnsetType | None = UNSET
+    reasoning: Reasoning | UnsetType | None = UNSET
+    parallel_tool_calls: bool | UnsetType | None = UNSET
 
     def __post_init__(self) -> None:
         check_output_modalities(self.output_modalities, "response.output_modalities")

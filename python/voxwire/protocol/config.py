@@ -40,6 +40,7 @@ __all__ = [
     "McpToolChoice",
     "NoiseReduction",
     "Prompt",
+    "Reasoning",
     "RetentionRatioTruncation",
     "SemanticVad",
     "ServerVad",
@@ -294,6 +295,12 @@ class RetentionRatioTruncation(_TaggedConfig, tag="retention_ratio", frozen=True
             raise invalid("truncation.retention_ratio", self.retention_ratio, "0.0 to 1.0")
 
 
+class Reasoning(_Config, frozen=True):
+    """Reasoning effort, for reasoning Realtime models (``minimal`` … ``xhigh``)."""
+
+    effort: str | UnsetType | None = UNSET
+
+
 class Prompt(_Config, frozen=True):
     """A stored prompt template and its variables."""
 
@@ -340,6 +347,8 @@ class SessionConfig(_Config, frozen=True):
     truncation: Literal["auto", "disabled"] | RetentionRatioTruncation | UnsetType = UNSET
     prompt: Prompt | UnsetType | None = UNSET
     include: list[str] | UnsetType | None = UNSET
+    reasoning: Reasoning | UnsetType | None = UNSET
+    parallel_tool_calls: bool | UnsetType | None = UNSET
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:

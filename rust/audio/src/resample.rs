@@ -738,17 +738,20 @@ unsafe fn dot_groups<V: F32x8, O: OutSample>(a: &Args<'_>, st: &State, count: us
         while j < outputs {
             // Outputs L apart share the phase and their windows are M inputs apart.
             let (n0, i0) = (slot + j * l, idx0 + j * a.m);
-            // SAFETY (all three): forwarded F32x8 contract; `row` has `padded` floats.
-            match outputs - j {
-                1 => unsafe { dot_same_phase::<V, O, 1>(a, row, n0, i0, out) },
-                2 | 3 => unsafe { dot_same_phase::<V, O, 2>(a, row, n0, i0, out) },
-                _ => unsafe { dot_same_phase::<V, O, 4>(a, row, n0, i0, out) },
-            }
-            j += match outputs - j {
+            let g = match outputs - j {
                 1 => 1,
                 2 | 3 => 2,
                 _ => 4,
             };
+            match g {
+                // SAFETY: forwarded F32x8 contract; `row` has `padded` floats (asserted above).
+                1 => unsafe { dot_same_phase::<V, O, 1>(a, row, n0, i0, out) },
+                // SAFETY: as above.
+                2 => unsafe { dot_same_phase::<V, O, 2>(a, row, n0, i0, out) },
+                // SAFETY: as above.
+                _ => unsafe { dot_same_phase::<V, O, 4>(a, row, n0, i0, out) },
+            }
+            j += g;
         }
     }
 }
