@@ -17,7 +17,23 @@ RULES: dict[str, dict[str, set[str]]] = {
     "protocol": {
         "voxwire": {"voxwire.protocol", "voxwire.exceptions"},
         "third_party": {"msgspec"},
-        "no_stdlib": {"asyncio", "time", "random", "socket", "threading", "selectors"},
+        # No clocks, randomness, threads or I/O: they come in as arguments (sans-I/O).
+        "no_stdlib": {
+            "asyncio",
+            "concurrent",
+            "datetime",
+            "os",
+            "random",
+            "secrets",
+            "select",
+            "selectors",
+            "socket",
+            "ssl",
+            "subprocess",
+            "threading",
+            "time",
+            "uuid",
+        },
     },
     "audio": {
         "voxwire": {"voxwire._core", "voxwire.audio", "voxwire.exceptions"},

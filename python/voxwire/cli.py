@@ -24,7 +24,7 @@ def _info(_: argparse.Namespace) -> int:
         signal = (rng.standard_normal(in_hz) * 3000).astype(np.int16)
         chunk = in_hz // 50
         for quality in ("fast", "hq"):
-            r = Resampler(in_hz, out_hz, quality)  # type: ignore[arg-type]
+            r = Resampler(in_hz, out_hz, quality)
             t0 = time.perf_counter()
             produced = sum(len(r.process(signal[i : i + chunk])) for i in range(0, in_hz, chunk))
             elapsed = time.perf_counter() - t0

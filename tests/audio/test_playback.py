@@ -146,6 +146,10 @@ def test_construction_and_argument_errors() -> None:
     with pytest.raises(ValueError, match="even number of bytes"):
         clock.push("a", 0, b"\x00")
     assert clock.items() == [], "refused calls record nothing"
+    with pytest.raises(ValueError, match="played_samples=-1 is not allowed: expected >= 0"):
+        ItemPlayback("a", 0, 24000, -1, 0, 0, False)
+    with pytest.raises(ValueError, match="rate_hz=0 is not a usable sample rate"):
+        ItemPlayback("a", 0, 0, 0, 0, 0, False)
 
 
 def test_interrupt_is_exact_while_a_device_thread_pops() -> None:

@@ -35,14 +35,22 @@ impl ItemPlayback {
     #[pyo3(signature = (item_id, content_index, rate_hz, played_samples, played_ms, queued_samples, started))]
     fn new(
         item_id: String,
-        content_index: u32,
-        rate_hz: u32,
-        played_samples: u64,
-        played_ms: u64,
-        queued_samples: u64,
+        content_index: &Bound<'_, PyAny>,
+        rate_hz: &Bound<'_, PyAny>,
+        played_samples: &Bound<'_, PyAny>,
+        played_ms: &Bound<'_, PyAny>,
+        queued_samples: &Bound<'_, PyAny>,
         started: bool,
-    ) -> Self {
-        Self { item_id, content_index, rate_hz, played_samples, played_ms, queued_samples, started }
+    ) -> PyResult<Self> {
+        Ok(Self {
+            item_id,
+            content_index: content_index_arg(content_index)?,
+            rate_hz: rate_arg(rate_hz, "rate_hz")?.get(),
+            played_samples: count_arg(played_samples, "played_samples")?,
+            played_ms: count_arg(played_ms, "played_ms")?,
+            queued_samples: count_arg(queued_samples, "queued_samples")?,
+            started,
+        })
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -84,6 +92,11 @@ fn rate_arg(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<NonZeroU32> 
         .filter(|&r| r <= MAX_RATE_HZ)
         .and_then(NonZeroU32::new)
         .ok_or_else(|| errors::config(ConfigError::InvalidRate { name, value: v }))
+}
+
+fn count_arg(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<u64> {
+    let v = int_arg(obj, name, ">= 0")?;
+    u64::try_from(v).map_err(|_| errors::out_of_range(name, v, ">= 0"))
 }
 
 fn content_index_arg(obj: &Bound<'_, PyAny>) -> PyResult<u32> {

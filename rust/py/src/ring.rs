@@ -3,10 +3,11 @@
 //! Python code cannot hand a half to "its" thread the way Rust moves a value, so one object
 //! holds both, each behind its own mutex: the producer thread and the consumer thread never
 //! contend (different mutexes), and two threads misusing one side are serialised instead of
-//! corrupting the ring. Every call that touches the ring releases the GIL first (so a
-//! Python-level audio callback is not held up by the interpreter, nor the interpreter by it);
-//! the mutexes are only ever taken with the GIL released or never needing it, so they cannot
-//! deadlock with it. Counters are atomics, read without a lock.
+//! corrupting the ring. Calls that touch the ring release the GIL (so a Python-level audio
+//! callback is not held up by the interpreter, nor the interpreter by it); the one exception is
+//! pushing from a `bytearray`, whose buffer another thread could resize meanwhile. Code holding
+//! one of these mutexes never waits for the GIL, and the two are never held together, so they
+//! cannot deadlock. Counters are atomics, read without a lock.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
