@@ -56,6 +56,45 @@ def _resample(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    """Run the local realtime server until interrupted (Ctrl-C)."""
+    # Imported here: the other subcommands must not need the server's dependencies.
+    import asyncio
+    import contextlib
+    import os
+
+    from voxwire.server import Pacing, RealtimeServer, Scenario
+
+    scenario = Scenario.from_file(args.scenario) if args.scenario else None
+    token = os.environ.get(args.token_env) if args.token_env else None
+    if args.token_env and not token:
+        print(f"voxwire: environment variable {args.token_env} is empty or unset", file=sys.stderr)
+        return 2
+    server = RealtimeServer(
+        args.host,
+        args.port,
+        token=token,
+        scenario=scenario,
+        tts=None if args.no_audio else "espeak",
+        pacing=Pacing(audio_pace=args.pace, text_tokens_per_s=args.text_rate),
+        max_session_s=args.max_session_minutes * 60,
+    )
+
+    async def run() -> None:
+        async with server:
+            print(
+                f"voxwire realtime server on {server.base_url}/realtime "
+                f"(token {'required' if token else 'not required'}); Ctrl-C stops it",
+                flush=True,
+            )
+            await asyncio.Event().wait()
+
+    # Ctrl-C is the way to stop it: the server closes every connection on the way out.
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="voxwire", description=__doc__)
     p.add_argument("--version", action="version", version=f"voxwire {__version__}")
@@ -69,6 +108,20 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--quality", choices=("fast", "hq", "vhq"), default="hq")
     rs.add_argument("--keep-delay", action="store_true", help="keep the filter delay at the start")
     rs.set_defaults(func=_resample)
+    sv = sub.add_parser("serve", help="run the local realtime server (docs/server.md)")
+    sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
+    sv.add_argument("--port", type=int, default=8765)
+    sv.add_argument("--scenario", help="scenario JSON file for the rules responder")
+    sv.add_argument(
+        "--token-env",
+        metavar="VAR",
+        help="require 'Authorization: Bearer <token>' with the token read from this variable",
+    )
+    sv.add_argument("--no-audio", action="store_true", help="answer in text only (no voice)")
+    sv.add_argument("--pace", type=float, default=4.0, help="audio speed, x real time (0: max)")
+    sv.add_argument("--text-rate", type=float, default=100.0, help="text deltas per s (0: max)")
+    sv.add_argument("--max-session-minutes", type=float, default=60.0)
+    sv.set_defaults(func=_serve)
     return p
 
 

@@ -186,6 +186,8 @@ def test_interrupt_is_exact_while_a_device_thread_pops() -> None:
             for _ in range(int(rng.integers(1, 6))):
                 sent = 0
                 while sent < len(chunk):
+                    if errors:  # the device thread died: do not wait for it forever
+                        raise errors[0]
                     n = clock.push(f"item_{item}", 0, chunk[sent:])
                     sent += n
                     queued[item] += n

@@ -76,8 +76,8 @@ pub struct ItemPlayback {
     pub played_ms: u64,
     /// Samples of the item accepted into the ring (at `rate_hz`, rounded down).
     pub queued_samples: u64,
-    /// Whether at least one sample of the item has been played. An item that never started
-    /// should be deleted rather than truncated.
+    /// Whether `played_samples > 0`: at least one sample of the item, at its own rate, has been
+    /// played. An item that never started should be deleted rather than truncated.
     pub started: bool,
 }
 
@@ -250,7 +250,7 @@ impl PlaybackClock {
             played_samples,
             played_ms: samples_to_ms(played_samples, rate),
             queued_samples: convert_samples(queued_ring, self.ring_rate_hz, rate),
-            started: played_ring > 0,
+            started: played_samples > 0,
         })
     }
 }

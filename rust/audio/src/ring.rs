@@ -30,7 +30,9 @@
 //!   two are ordered: either the pop committed first (and its samples count as played, included
 //!   in the position `discard_unread` returns), or the discard did, the pop's compare-and-swap
 //!   fails, and the pop retries from the new head — the samples it had copied are never handed
-//!   out. The position returned is therefore exactly what the consumer has taken.
+//!   out. The position returned is therefore exactly what the consumer has taken. (A pop retries
+//!   only when a discard landed during its copy, so it stays lock-free: it never waits for the
+//!   producer.)
 //!
 //!   Memory safety does not rely on `head`: the producer only writes below `released + capacity`,
 //!   and `released` is at most the start of any copy in progress, so a discard never lets the

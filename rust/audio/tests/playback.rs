@@ -53,6 +53,19 @@ fn items_at_24khz_on_a_48khz_device_are_reported_at_24khz() {
 }
 
 #[test]
+fn less_than_one_item_sample_played_is_not_started() {
+    let (mut clk, mut c) = clock(100, 48_000);
+    clk.push("a", 0, hz(24_000), Pcm::Samples(&[1; 10]));
+    c.pop(&mut [0; 1]);
+    // Half a sample at the item's rate: nothing to truncate at, so reported as not started.
+    let a = clk.played("a", 0).unwrap();
+    assert_eq!((a.played_samples, a.started), (0, false));
+    c.pop(&mut [0; 1]);
+    let a = clk.played("a", 0).unwrap();
+    assert_eq!((a.played_samples, a.started), (1, true));
+}
+
+#[test]
 fn items_at_8khz_on_a_24khz_device() {
     let (mut clk, mut c) = clock(24_000, 24_000);
     clk.push("g711", 0, hz(8000), Pcm::Samples(&[1; 4800]));
@@ -179,7 +192,7 @@ impl Model {
             played_samples,
             played_ms: played_samples * 1000 / u64::from(it.rate_hz),
             queued_samples: to_item(it.queued),
-            started: it.played > 0,
+            started: played_samples > 0,
         }
     }
 

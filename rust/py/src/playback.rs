@@ -15,8 +15,8 @@ use crate::ring::{int_arg, lock, may_detach_reading, PcmRing, RingHalves};
 /// What the playback clock knows about one item's audio.
 ///
 /// Sample counts are at the item's own rate ``rate_hz`` (rounded down); ``played_ms`` is the
-/// ``audio_end_ms`` for ``conversation.item.truncate``. ``started`` is false when not one sample
-/// was played: such an item is better deleted (``conversation.item.delete``) than truncated.
+/// ``audio_end_ms`` for ``conversation.item.truncate``. ``started`` is ``played_samples > 0``; an
+/// item not started is better deleted (``conversation.item.delete``) than truncated.
 #[pyclass(module = "voxwire._core", name = "ItemPlayback", frozen, eq, hash, get_all)]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct ItemPlayback {

@@ -1,0 +1,39 @@
+"""voxwire.server: a local, protocol-faithful OpenAI Realtime (GA) server.
+
+The embedded default backend of the demo, the peer of the integration tests and a product of
+its own (``voxwire serve``). It speaks the GA protocol over websockets with the protocol core's
+typed events and answers with local components: a pluggable responder (built in: rules from a
+scenario), espeak-ng speech through the Rust resampler and G.711 codecs, and webrtcvad turn
+detection. See docs/server.md.
+
+Modules: ``server`` (handshake, lifecycle), ``connection`` (the pump), ``session`` (client events
+to answers, sans I/O), ``config`` (session defaults, validation, merging), ``conversation``,
+``input_buffer``, ``vad``, ``responder``, ``response`` (one response's events, sans I/O),
+``responses`` (running, pacing and cancelling them), ``tts``, ``wire``, ``errors``, ``ids``.
+"""
+
+from voxwire.server.responder import (
+    CallTool,
+    Output,
+    Responder,
+    RulesResponder,
+    Say,
+    Scenario,
+    Turn,
+)
+from voxwire.server.responses import Pacing
+from voxwire.server.server import RealtimeServer
+from voxwire.server.tts import NoVoiceError
+
+__all__ = [
+    "CallTool",
+    "NoVoiceError",
+    "Output",
+    "Pacing",
+    "RealtimeServer",
+    "Responder",
+    "RulesResponder",
+    "Say",
+    "Scenario",
+    "Turn",
+]

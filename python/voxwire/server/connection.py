@@ -1,0 +1,108 @@
+"""One client connection: the pump between the websocket and :class:`ServerSession`.
+
+It sends ``session.created``, then for every frame asks the session what to answer and carries
+it out in order — events are sent, ``StartResponse`` / ``CancelResponse`` go to the
+:class:`ResponseManager`. It owns two kinds of tasks, and awaits them all before it returns: the
+responses (through the manager) and the session-expiry timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+from voxwire.protocol import ServerEvent
+from voxwire.server.errors import error_event
+from voxwire.server.ids import ServerIds
+from voxwire.server.responder import Responder
+from voxwire.server.responses import Pacing, ResponseManager
+from voxwire.server.session import CancelResponse, ServerSession, StartResponse
+from voxwire.server.tts import Voice
+from voxwire.server.wire import encode_server_event
+
+__all__ = ["ConnectionSettings", "RealtimeConnection"]
+
+log = logging.getLogger("voxwire.server")
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """What every connection of a server shares."""
+
+    responder: Responder
+    voice: Voice | None
+    pacing: Pacing
+    max_session_s: float
+    ids_seed: int | None = None
+
+
+class RealtimeConnection:
+    """Serves one websocket until the client leaves, the session expires or the server closes."""
+
+    def __init__(self, ws: ServerConnection, model: str, settings: ConnectionSettings) -> None:
+        self._ws = ws
+        self._settings = settings
+        self._ids = ServerIds(settings.ids_seed)
+        self._started = time.monotonic()
+        self.session = ServerSession(
+            ids=self._ids,
+            model=model,
+            expires_at=int(time.time() + settings.max_session_s),
+            output_modalities=["audio"] if settings.voice is not None else ["text"],
+            responding=lambda: self.responses.responding,
+        )
+        self.responses = ResponseManager(
+            self.session, self._send, settings.responder, settings.voice, settings.pacing
+        )
+
+    async def _send(self, events: Sequence[ServerEvent]) -> None:
+        for event in events:
+            await self._ws.send(encode_server_event(event))
+
+    async def serve(self) -> None:
+        expiry = asyncio.create_task(self._expire(), name="voxwire-session-expiry")
+        try:
+            await self._send([self.session.created_event()])
+            async for frame in self._ws:
+                for step in self.session.handle(frame):
+                    if isinstance(step, StartResponse):
+                        await self.responses.start(step)
+                    elif isinstance(step, CancelResponse):
+                        await self.responses.cancel(step)
+                    else:
+                        await self._send([step])
+        except ConnectionClosed:
+            pass
+        finally:
+            await self.responses.close()
+            expiry.cancel()
+            # The timer's own CancelledError comes back as a result; a cancellation of this
+            # task while waiting still propagates.
+            await asyncio.gather(expiry, return_exceptions=True)
+
+    async def _expire(self) -> None:
+        """GA: a session has a maximum duration; then ``session_expired`` and the socket closes."""
+        await asyncio.sleep(self._settings.max_session_s)
+        minutes = self._settings.max_session_s / 60
+        shown = (
+            f"{minutes:g} minutes" if minutes >= 1 else f"{self._settings.max_session_s:g} seconds"
+        )
+        try:
+            await self._send(
+                [
+                    error_event(
+                        self._ids,
+                        "session_expired",
+                        f"Your session hit the maximum duration of {shown}.",
+                    )
+                ]
+            )
+            await self._ws.close(1000, "session expired")
+        except ConnectionClosed:
+            pass

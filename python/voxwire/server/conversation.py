@@ -1,0 +1,218 @@
+"""The conversation the server holds: items in order, their audio, and the rules for changing it.
+
+Items are the protocol core's typed records. The server keeps audio out of the items it announces
+(``conversation.item.added`` carries ``input_audio`` with ``transcript: null`` and no audio, as the
+real service does) and keeps it here, per ``(item_id, content_index)``, for
+``conversation.item.retrieve`` and ``conversation.item.truncate``.
+
+Every method that can fail raises :class:`~voxwire.server.errors.ServerError` with the real
+service's code and leaves the conversation unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from voxwire.protocol import (
+    ROOT,
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    InputAudio,
+    Item,
+    MessageItem,
+    OutputAudio,
+    samples_to_ms,
+)
+from voxwire.protocol.units import SampleFormat
+from voxwire.server.errors import ServerError
+
+__all__ = ["MAX_CLIENT_ITEM_ID_CHARS", "ServerConversation"]
+
+#: GA reference: client-made item ids may be up to 32 characters.
+MAX_CLIENT_ITEM_ID_CHARS: Final = 32
+
+
+class _Audio:
+    """Audio of one content part, in the wire format it was sent or received in."""
+
+    __slots__ = ("data", "sample_format")
+
+    def __init__(self, data: bytes, sample_format: SampleFormat) -> None:
+        self.data = data
+        self.sample_format = sample_format
+
+    @property
+    def duration_ms(self) -> int:
+        return samples_to_ms(
+            len(self.data) // self.sample_format.bytes_per_sample, self.sample_format
+        )
+
+
+class ServerConversation:
+    """Ordered items plus their audio; no I/O."""
+
+    def __init__(self) -> None:
+        self._order: list[str] = []
+        self._items: dict[str, Item] = {}
+        self._audio: dict[tuple[str, int], _Audio] = {}
+
+    # --- reading ----------------------------------------------------------------------------------
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._items
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @property
+    def last_id(self) -> str | None:
+        return self._order[-1] if self._order else None
+
+    def items(self) -> list[Item]:
+        return [self._items[item_id] for item_id in self._order]
+
+    def get(self, item_id: str) -> Item:
+        item = self._items.get(item_id)
+        if item is None:
+            raise ServerError(
+                "item_not_found",
+                f"Conversation item with id '{item_id}' does not exist.",
+                param="item_id",
+            )
+        return item
+
+    def previous_of(self, item_id: str) -> str | None:
+        index = self._order.index(item_id)
+        return self._order[index - 1] if index else None
+
+    def function_call(self, call_id: str) -> FunctionCallItem | None:
+        for item in self._items.values():
+            if isinstance(item, FunctionCallItem) and item.call_id == call_id:
+                return item
+        return None
+
+    def audio_duration_ms(self, item_id: str, content_index: int) -> int:
+        audio = self._audio.get((item_id, content_index))
+        return audio.duration_ms if audio is not None else 0
+
+    def with_audio(self, item_id: str) -> Item:
+        """The item as ``conversation.item.retrieved`` shows it: audio parts hold their audio."""
+        item = self.get(item_id)
+        if not isinstance(item, MessageItem):
+            return item
+        content = []
+        for index, part in enumerate(item.content):
+            audio = self._audio.get((item_id, index))
+            if audio is not None and isinstance(part, InputAudio | OutputAudio):
+                part = msgspec.structs.replace(part, audio=audio.data)
+            content.append(part)
+        return msgspec.structs.replace(item, content=content)
+
+    # --- changing ---------------------------------------------------------------------------------
+
+    def check_insert(self, item_id: str, previous_item_id: str | None) -> None:
+        """Raise the real service's error if ``item_id`` cannot go after ``previous_item_id``."""
+        if item_id in self._items:
+            raise ServerError(
+                "item_already_exists",
+                f"Item with id '{item_id}' already exists.",
+                param="item.id",
+            )
+        if len(item_id) > MAX_CLIENT_ITEM_ID_CHARS:
+            raise ServerError(
+                "string_above_max_length",
+                f"Invalid 'item.id': string too long. Expected a string with maximum length "
+                f"{MAX_CLIENT_ITEM_ID_CHARS}, but got a string with length {len(item_id)} instead.",
+                param="item.id",
+            )
+        if previous_item_id not in (None, ROOT) and previous_item_id not in self._items:
+            raise ServerError(
+                "previous_item_not_found",
+                f"Previous item with id '{previous_item_id}' not found.",
+                param="previous_item_id",
+            )
+
+    def check_function_output(self, item: Item) -> None:
+        if isinstance(item, FunctionCallOutputItem) and self.function_call(item.call_id) is None:
+            raise ServerError(
+                "invalid_tool_call_id",
+                f"Tool call ID '{item.call_id}' not found in conversation.",
+                param="item.call_id",
+            )
+
+    def insert(self, item: Item, previous_item_id: str | None) -> str | None:
+        """Insert ``item`` (which has an id) after ``previous_item_id`` (``None``: at the end,
+        ``"root"``: at the start); returns the id of the item now before it."""
+        assert item.id is not None
+        self.check_insert(item.id, previous_item_id)
+        if previous_item_id is None:
+            position = len(self._order)
+        elif previous_item_id == ROOT:
+            position = 0
+        else:
+            position = self._order.index(previous_item_id) + 1
+        self._order.insert(position, item.id)
+        self._items[item.id] = item
+        return self._order[position - 1] if position else None
+
+    def replace(self, item: Item) -> None:
+        """Update an item in place (a response finishing it, say)."""
+        assert item.id is not None
+        assert item.id in self._items
+        self._items[item.id] = item
+
+    def delete(self, item_id: str) -> None:
+        self.get(item_id)
+        self._order.remove(item_id)
+        del self._items[item_id]
+        for key in [key for key in self._audio if key[0] == item_id]:
+            del self._audio[key]
+
+    def set_audio(self, item_id: str, content_index: int, data: bytes, fmt: SampleFormat) -> None:
+        self._audio[(item_id, content_index)] = _Audio(data, fmt)
+
+    def append_audio(
+        self, item_id: str, content_index: int, data: bytes, fmt: SampleFormat
+    ) -> None:
+        audio = self._audio.get((item_id, content_index))
+        if audio is None:
+            self._audio[(item_id, content_index)] = _Audio(data, fmt)
+        else:
+            audio.data += data
+
+    def truncate(self, item_id: str, content_index: int, audio_end_ms: int) -> None:
+        """Cut an assistant audio part at ``audio_end_ms`` and drop its transcript (GA: "ensure
+        there is no text in the context that hasn't been heard by the user")."""
+        item = self.get(item_id)
+        if audio_end_ms < 0:
+            raise ServerError(
+                "integer_below_min_value",
+                "Invalid 'audio_end_ms': integer below minimum value. Expected a value >= 0, "
+                f"but got {audio_end_ms} instead.",
+                param="audio_end_ms",
+            )
+        if not (
+            isinstance(item, MessageItem)
+            and item.role == "assistant"
+            and 0 <= content_index < len(item.content)
+            and isinstance(item.content[content_index], OutputAudio)
+        ):
+            raise ServerError(
+                "unsupported_content_type", "Only model output audio messages can be truncated"
+            )
+        audio = self._audio.get((item_id, content_index))
+        duration_ms = audio.duration_ms if audio is not None else 0
+        if audio_end_ms > duration_ms:
+            raise ServerError(
+                "invalid_value",
+                f"Audio content of {duration_ms}ms is already shorter than {audio_end_ms}ms",
+            )
+        if audio is not None:
+            fmt = audio.sample_format
+            keep_bytes = audio_end_ms * fmt.sample_rate_hz // 1000 * fmt.bytes_per_sample
+            audio.data = audio.data[:keep_bytes]
+        content = list(item.content)
+        content[content_index] = OutputAudio(transcript=None)
+        self._items[item_id] = msgspec.structs.replace(item, content=content)

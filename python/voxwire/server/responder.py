@@ -1,0 +1,265 @@
+"""What the "model" says: the pluggable responder and the built-in rules responder.
+
+A :class:`Responder` gets a :class:`Turn` — the context items (the conversation, or the
+``input`` of an out-of-band response), the instructions and the tools the client declared — and
+returns the outputs of the response in order: :class:`Say` (an assistant message) and
+:class:`CallTool` (a function call). The server turns them into the GA event stream; a responder
+never sees the wire.
+
+:class:`RulesResponder` is deterministic and driven by a :class:`Scenario`, a JSON object::
+
+    {
+      "rules": [
+        {"match": "weather", "call": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+        {"after_tool": "get_weather", "say": "It is {output.temperature} degrees in Paris."},
+        {"match": "hello|hi", "say": "Hello! How can I help?"}
+      ],
+      "fallback": "You said: {text}"
+    }
+
+Rules are tried in order. ``match`` is a case-insensitive regular expression searched in the
+user's last message (its text, or the transcript of its audio); ``after_tool`` matches when the
+last item is the output of that tool. ``say`` is a template (``{text}``: the user's text,
+``{output}``: the tool's output, ``{output.key}``: a field of a JSON output); ``call`` is one tool
+call or a list of them (``arguments`` an object or a JSON string). A rule may both say and call.
+A call rule applies only if the tool is declared (session or response ``tools``) and
+``tool_choice`` is not ``"none"`` — a real model cannot call anything else either.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+from voxwire.exceptions import ConfigurationError
+from voxwire.protocol import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    InputAudio,
+    InputText,
+    Item,
+    MessageItem,
+)
+
+__all__ = [
+    "CallTool",
+    "Output",
+    "Responder",
+    "Rule",
+    "RulesResponder",
+    "Say",
+    "Scenario",
+    "Turn",
+]
+
+_PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_][\w.]*)\}")
+
+
+@dataclass(frozen=True)
+class Say:
+    """An assistant message (spoken or written, as the response's modality says)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class CallTool:
+    """A function call; ``arguments`` is JSON text."""
+
+    name: str
+    arguments: str
+
+
+Output = Say | CallTool
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What a responder decides from."""
+
+    items: Sequence[Item]
+    instructions: str
+    tools: Sequence[str]
+    tool_choice: str
+
+    @property
+    def user_text(self) -> str:
+        """The user's last message: its text parts and audio transcripts, joined."""
+        for item in reversed(self.items):
+            if isinstance(item, MessageItem) and item.role == "user":
+                parts = []
+                for part in item.content:
+                    if isinstance(part, InputText):
+                        parts.append(part.text)
+                    elif isinstance(part, InputAudio) and part.transcript:
+                        parts.append(part.transcript)
+                return " ".join(parts)
+        return ""
+
+    @property
+    def tool_output(self) -> tuple[str, str] | None:
+        """``(tool name, output)`` if the last item is a function call's output."""
+        if not self.items or not isinstance(self.items[-1], FunctionCallOutputItem):
+            return None
+        output = self.items[-1]
+        for item in reversed(self.items):
+            if isinstance(item, FunctionCallItem) and item.call_id == output.call_id:
+                return item.name, output.output
+        return None
+
+
+class Responder(Protocol):
+    """Decides a response's outputs. May await (a responder backed by a model server)."""
+
+    async def respond(self, turn: Turn) -> list[Output]: ...
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One scenario rule (see the module docstring)."""
+
+    match: re.Pattern[str] | None = None
+    after_tool: str | None = None
+    say: str | None = None
+    calls: tuple[CallTool, ...] = ()
+
+    def applies(self, turn: Turn) -> bool:
+        if self.calls and (
+            turn.tool_choice == "none" or any(c.name not in turn.tools for c in self.calls)
+        ):
+            return False
+        # After a tool's output only ``after_tool`` rules apply: a ``match`` rule would see
+        # the same user text again and call the same tool forever.
+        tool_output = turn.tool_output
+        if (self.after_tool is None) != (tool_output is None):
+            return False
+        if tool_output is not None and tool_output[0] != self.after_tool:
+            return False
+        return self.match is None or self.match.search(turn.user_text) is not None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Rules and a fallback; build with :meth:`from_mapping` or :meth:`from_file`."""
+
+    rules: tuple[Rule, ...] = ()
+    fallback: str | None = "You said: {text}"
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> Scenario:
+        unknown = set(data) - {"rules", "fallback"}
+        if unknown:
+            raise ConfigurationError(
+                f"scenario has unknown keys {sorted(unknown)}: expected 'rules' and 'fallback'"
+            )
+        raw_rules = data.get("rules", [])
+        if not isinstance(raw_rules, list):
+            raise ConfigurationError("scenario 'rules' must be a list of objects")
+        rules = tuple(_rule(index, raw) for index, raw in enumerate(raw_rules))
+        fallback = data.get("fallback", cls.fallback)
+        if fallback is not None and not isinstance(fallback, str):
+            raise ConfigurationError("scenario 'fallback' must be a string or null")
+        return cls(rules=rules, fallback=fallback)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Scenario:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(f"scenario file {path} is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigurationError(f"scenario file {path} must hold a JSON object")
+        return cls.from_mapping(data)
+
+
+@dataclass
+class RulesResponder:
+    """The deterministic responder: the first rule that applies decides."""
+
+    scenario: Scenario = field(default_factory=Scenario)
+
+    async def respond(self, turn: Turn) -> list[Output]:
+        return self.decide(turn)
+
+    def decide(self, turn: Turn) -> list[Output]:
+        """The outputs for ``turn`` (synchronous; :meth:`respond` is its async face)."""
+        for rule in self.scenario.rules:
+            if rule.applies(turn):
+                outputs: list[Output] = []
+                if rule.say is not None:
+                    outputs.append(Say(_fill(rule.say, turn)))
+                outputs.extend(rule.calls)
+                return outputs
+        if self.scenario.fallback is None:
+            return []
+        return [Say(_fill(self.scenario.fallback, turn))]
+
+
+def _rule(index: int, raw: object) -> Rule:
+    where = f"scenario rule {index}"
+    if not isinstance(raw, dict):
+        raise ConfigurationError(f"{where} must be an object")
+    unknown = set(raw) - {"match", "after_tool", "say", "call"}
+    if unknown:
+        raise ConfigurationError(
+            f"{where} has unknown keys {sorted(unknown)}: expected match, after_tool, say, call"
+        )
+    if "say" not in raw and "call" not in raw:
+        raise ConfigurationError(f"{where} needs 'say' or 'call'")
+    match = raw.get("match")
+    try:
+        pattern = re.compile(match, re.IGNORECASE) if match is not None else None
+    except (re.error, TypeError) as exc:
+        raise ConfigurationError(f"{where}: 'match' is not a regular expression: {exc}") from None
+    say = raw.get("say")
+    if say is not None and not isinstance(say, str):
+        raise ConfigurationError(f"{where}: 'say' must be a string")
+    after_tool = raw.get("after_tool")
+    if after_tool is not None and not isinstance(after_tool, str):
+        raise ConfigurationError(f"{where}: 'after_tool' must be a tool name")
+    raw_calls = raw.get("call", [])
+    raw_calls = raw_calls if isinstance(raw_calls, list) else [raw_calls]
+    calls = tuple(_call(where, c) for c in raw_calls)
+    return Rule(match=pattern, after_tool=after_tool, say=say, calls=calls)
+
+
+def _call(where: str, raw: object) -> CallTool:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        raise ConfigurationError(f"{where}: 'call' needs a 'name' (and optional 'arguments')")
+    arguments = raw.get("arguments", {})
+    if isinstance(arguments, str):
+        try:
+            json.loads(arguments)
+        except json.JSONDecodeError:
+            raise ConfigurationError(f"{where}: 'arguments' is not JSON text") from None
+        text = arguments
+    else:
+        text = json.dumps(arguments, separators=(",", ":"))
+    return CallTool(name=raw["name"], arguments=text)
+
+
+def _fill(template: str, turn: Turn) -> str:
+    tool_output = turn.tool_output
+    output = tool_output[1] if tool_output is not None else ""
+    values: dict[str, Any] = {"text": turn.user_text, "output": output}
+    try:
+        parsed: Any = json.loads(output) if output else None
+    except json.JSONDecodeError:
+        parsed = None
+
+    def lookup(match: re.Match[str]) -> str:
+        name, *path = match.group(1).split(".")
+        if name not in values:
+            return match.group(0)
+        value: Any = values[name] if not path else parsed
+        for key in path:
+            if not isinstance(value, dict) or key not in value:
+                return match.group(0)
+            value = value[key]
+        return value if isinstance(value, str) else json.dumps(value)
+
+    return _PLACEHOLDER.sub(lookup, template)

@@ -1,0 +1,373 @@
+"""Running responses: one task per response, paced, cancellable, owned by :class:`ResponseManager`.
+
+A response's events come from :class:`~voxwire.server.response.ResponseBuilder`; this module
+decides *when* they go out. Text deltas go at ``Pacing.text_tokens_per_s``; audio goes in
+``Pacing.audio_chunk_ms`` chunks at ``Pacing.audio_pace`` times real time (the real service also
+streams faster than real time), each chunk preceded by the transcript deltas of the words that
+start in it. A pace of 0 sends as fast as the socket takes it.
+
+One response at a time may write to the conversation (``conversation_already_has_active_response``
+otherwise); out-of-band responses (``conversation: "none"``) run beside it. ``response.cancel``
+wakes the response's pause at once; the response closes its open item as ``incomplete`` and
+ends with ``response.done`` (``status: cancelled``) before the next client event is handled, so
+a ``response.create`` right after a cancel is accepted, as on the real service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET
+from websockets.exceptions import ConnectionClosed
+
+from voxwire.protocol import (
+    AudioFormat,
+    InputAudio,
+    Item,
+    ItemReference,
+    MessageItem,
+    ResponseCreateParams,
+    ServerEvent,
+    StatusError,
+    VoiceId,
+)
+from voxwire.server.config import DEFAULT_VOICE
+from voxwire.server.errors import ServerError
+from voxwire.server.responder import CallTool, Responder, Say, Turn
+from voxwire.server.response import EndStatus, ResponseBuilder, ResponseSpec
+from voxwire.server.session import CancelResponse, ServerSession, StartResponse
+from voxwire.server.tts import Voice
+
+__all__ = ["Pacing", "ResponseManager"]
+
+log = logging.getLogger("voxwire.server")
+
+_TOKEN: Final = re.compile(r"\s*\S+")
+
+Send = Callable[[Sequence[ServerEvent]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """How fast responses stream. ``audio_pace``: multiple of real time (0: no waiting);
+    ``text_tokens_per_s``: text and argument deltas per second (0: no waiting)."""
+
+    audio_pace: float = 4.0
+    text_tokens_per_s: float = 100.0
+    audio_chunk_ms: int = 100
+
+    def __post_init__(self) -> None:
+        if self.audio_pace < 0 or self.text_tokens_per_s < 0 or self.audio_chunk_ms <= 0:
+            raise ValueError(f"invalid pacing {self}: paces must be >= 0 and audio_chunk_ms > 0")
+
+    @property
+    def token_interval_s(self) -> float:
+        return 1.0 / self.text_tokens_per_s if self.text_tokens_per_s else 0.0
+
+    def audio_interval_s(self, chunk_ms: float) -> float:
+        return chunk_ms / 1000.0 / self.audio_pace if self.audio_pace else 0.0
+
+
+@dataclass
+class _Run:
+    builder: ResponseBuilder
+    turn: Turn
+    voice: str
+    speed: float
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    cancel_reason: str | None = None
+    task: asyncio.Task[None] | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_reason is not None
+
+    async def pause(self, seconds: float) -> bool:
+        """Wait ``seconds`` or until cancelled; True if cancelled."""
+        if not self.cancelled:
+            if seconds <= 0:
+                await asyncio.sleep(0)
+            else:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), seconds)
+        return self.cancelled
+
+
+class ResponseManager:
+    """Starts, paces, cancels and finally awaits every response of one connection."""
+
+    def __init__(
+        self,
+        session: ServerSession,
+        send: Send,
+        responder: Responder,
+        voice: Voice | None,
+        pacing: Pacing,
+    ) -> None:
+        self._session = session
+        self._send = send
+        self._responder = responder
+        self._voice = voice
+        self._pacing = pacing
+        self._runs: dict[str, _Run] = {}
+        self._in_conversation: _Run | None = None
+        self._closing = False
+
+    @property
+    def responding(self) -> bool:
+        """A response is writing to the conversation."""
+        return self._in_conversation is not None
+
+    # --- commands ---------------------------------------------------------------------------------
+
+    async def start(self, command: StartResponse) -> None:
+        session = self._session
+        try:
+            if command.from_vad and self._in_conversation is not None:
+                return  # the VAD does not queue turns behind a response still running
+            run = self._prepare(command.params)
+        except ServerError as exc:
+            await self._send([exc.event(session.ids, command.client_event_id)])
+            return
+        await self._send(run.builder.created())
+        self._runs[run.builder.response_id] = run
+        if run.builder.spec.conversation_id is not None:
+            self._in_conversation = run
+        run.task = asyncio.create_task(self._run(run), name=f"voxwire-{run.builder.response_id}")
+
+    async def cancel(self, command: CancelResponse) -> None:
+        run: _Run | None
+        if command.response_id is not None:
+            run = self._runs.get(command.response_id)
+        else:
+            run = self._in_conversation
+        if run is None or run.cancelled:
+            if not command.quiet:
+                error = ServerError(
+                    "response_cancel_not_active", "Cancellation failed: no active response found"
+                )
+                await self._send([error.event(self._session.ids, command.client_event_id)])
+            return
+        run.cancel_reason = command.reason
+        run.wake.set()
+        if run.task is not None:
+            await run.task
+
+    async def close(self) -> None:
+        """End every response without sending more (the connection is closing); idempotent."""
+        self._closing = True
+        runs = list(self._runs.values())
+        for run in runs:
+            run.cancel_reason = run.cancel_reason or "client_cancelled"
+            run.wake.set()
+        for run in runs:
+            if run.task is not None:
+                await run.task
+
+    # --- preparing --------------------------------------------------------------------------------
+
+    def _prepare(self, params: ResponseCreateParams | None) -> _Run:
+        session, conversation = self._session.session, self._session.conversation
+        p = params if params is not None else ResponseCreateParams()
+        mode = "auto" if p.conversation is UNSET else p.conversation
+        if mode not in ("auto", "none"):
+            raise ServerError(
+                "invalid_value",
+                f"Invalid value: {mode!r}. Supported values are: 'auto' and 'none'.",
+                param="response.conversation",
+            )
+        if mode == "auto" and self._in_conversation is not None:
+            active = self._in_conversation.builder.response_id
+            raise ServerError(
+                "conversation_already_has_active_response",
+                f"Conversation already has an active response in progress: {active}. "
+                "Wait until the response is finished before creating a new one.",
+            )
+        modalities = (
+            session["output_modalities"] if p.output_modalities is UNSET else p.output_modalities
+        )
+        if modalities not in (["audio"], ["text"]):
+            raise ServerError(
+                "invalid_value",
+                f"Invalid value: {modalities!r}. Supported values are: ['audio'] and ['text'].",
+                param="response.output_modalities",
+            )
+        if modalities == ["audio"] and self._voice is None:
+            raise ServerError(
+                "invalid_value",
+                "This voxwire server was started without a voice (text only): ask for "
+                "output_modalities ['text'], or restart it with text-to-speech.",
+                param="response.output_modalities",
+            )
+        out = session["audio"]["output"]
+        voice, fmt = out["voice"], msgspec.convert(out["format"], AudioFormat)
+        audio_params = p.audio.output if p.audio is not UNSET else UNSET
+        if audio_params is not UNSET:
+            voice = voice if audio_params.voice is UNSET else audio_params.voice
+            fmt = fmt if audio_params.format is UNSET else audio_params.format
+        context = self._context(p.input)
+        tools: list[dict[str, Any]] = (
+            session["tools"] if p.tools is UNSET else msgspec.to_builtins(p.tools)
+        )
+        tool_choice = session["tool_choice"] if p.tool_choice is UNSET else p.tool_choice
+        instructions = session["instructions"] if p.instructions is UNSET else p.instructions
+        max_tokens = (
+            session["max_output_tokens"] if p.max_output_tokens is UNSET else p.max_output_tokens
+        )
+        spec = ResponseSpec(
+            response_id=self._session.ids.response(),
+            conversation_id=self._session.conversation_id if mode == "auto" else None,
+            output_modalities=list(modalities),
+            voice=voice if isinstance(voice, str) else msgspec.convert(voice, VoiceId),
+            output_format=fmt,
+            max_output_tokens=max_tokens,
+            metadata=p.metadata if isinstance(p.metadata, dict) else None,
+            context=context,
+            context_audio_ms=sum(
+                conversation.audio_duration_ms(item.id, index)
+                for item in context
+                if isinstance(item, MessageItem) and item.id is not None
+                for index, part in enumerate(item.content)
+                if isinstance(part, InputAudio)
+            ),
+        )
+        turn = Turn(
+            items=context,
+            instructions=instructions,
+            tools=[t["name"] for t in tools if t.get("type") == "function"],
+            tool_choice=tool_choice if isinstance(tool_choice, str) else "required",
+        )
+        builder = ResponseBuilder(spec, self._session.ids, conversation)
+        return _Run(
+            builder=builder,
+            turn=turn,
+            voice=voice if isinstance(voice, str) else DEFAULT_VOICE,
+            speed=float(out.get("speed") or 1.0),
+        )
+
+    def _context(self, given: list[Item | ItemReference] | Any) -> list[Item]:
+        conversation = self._session.conversation
+        if given is UNSET:
+            return conversation.items()
+        items: list[Item] = []
+        for entry in given:
+            items.append(conversation.get(entry.id) if isinstance(entry, ItemReference) else entry)
+        return items
+
+    # --- running ----------------------------------------------------------------------------------
+
+    async def _run(self, run: _Run) -> None:
+        builder = run.builder
+        status: EndStatus = "completed"
+        reason: str | None = None
+        error: StatusError | None = None
+        try:
+            outputs = await self._responder.respond(run.turn)
+            for output in outputs:
+                if run.cancelled:
+                    break
+                if isinstance(output, Say):
+                    if not await self._say(run, output.text):
+                        status, reason = "incomplete", "max_output_tokens"
+                        break
+                elif isinstance(output, CallTool):
+                    await self._call(run, output)
+        except ConnectionClosed:
+            return
+        except (
+            Exception
+        ) as exc:  # a responder or voice that fails ends its response, not the session
+            log.exception("response %s failed", builder.response_id)
+            status, reason = "failed", None
+            error = StatusError(type="server_error", code="responder_error", message=str(exc))
+        finally:
+            self._runs.pop(builder.response_id, None)
+            if self._in_conversation is run:
+                self._in_conversation = None
+        if run.cancelled:
+            status, reason = "cancelled", run.cancel_reason
+        if self._closing:
+            return
+        try:
+            await self._send(builder.done(status, reason, error))
+        except ConnectionClosed:
+            return
+
+    async def _say(self, run: _Run, text: str) -> bool:
+        """Stream one assistant message; False if it hit ``max_output_tokens``."""
+        builder = run.builder
+        await self._send(builder.begin_message())
+        tokens = _TOKEN.findall(text)
+        if builder.spec.audio:
+            return await self._speak(run, text, tokens)
+        for token in tokens:
+            if self._over_limit(builder):
+                await self._send(builder.end_message(complete=False))
+                return False
+            await self._send([builder.text_delta(token)])
+            if await run.pause(self._pacing.token_interval_s):
+                return True
+        await self._send(builder.end_message())
+        return True
+
+    async def _speak(self, run: _Run, text: str, tokens: list[str]) -> bool:
+        assert self._voice is not None
+        builder = run.builder
+        fmt = builder.spec.output_format
+        spoken = await self._voice.speak(text, run.voice, run.speed, fmt.type)
+        # Each token's first byte of audio: the mark of the last word starting at or before it.
+        starts: list[int] = []
+        position = 0
+        for token in tokens:
+            char = position + len(token) - len(token.lstrip())
+            position += len(token)
+            offset = 0
+            for mark_char, mark_byte in spoken.word_marks:
+                if mark_char > char:
+                    break
+                offset = mark_byte
+            starts.append(max(offset, starts[-1] if starts else 0))
+        bytes_per_sample = fmt.sample_format.bytes_per_sample
+        chunk = max(
+            bytes_per_sample,
+            int(spoken.bytes_per_ms * self._pacing.audio_chunk_ms)
+            // bytes_per_sample
+            * bytes_per_sample,
+        )
+        audio, next_token = spoken.audio, 0
+        for start in range(0, len(audio), chunk):
+            end = min(len(audio), start + chunk)
+            events: list[ServerEvent] = []
+            while next_token < len(tokens) and starts[next_token] < end:
+                events.append(builder.text_delta(tokens[next_token]))
+                next_token += 1
+            events.append(builder.audio_delta(audio[start:end]))
+            self._session.assistant_audio_sent = True
+            await self._send(events)
+            if self._over_limit(builder):
+                await self._send(builder.end_message(complete=False))
+                return False
+            if await run.pause(self._pacing.audio_interval_s((end - start) / spoken.bytes_per_ms)):
+                return True
+        await self._send([builder.text_delta(token) for token in tokens[next_token:]])
+        await self._send(builder.end_message())
+        return True
+
+    async def _call(self, run: _Run, call: CallTool) -> None:
+        events = run.builder.function_call(call.name, call.arguments)
+        for event in events:
+            await self._send([event])
+            if event.type == "response.function_call_arguments.delta":
+                await run.pause(self._pacing.token_interval_s)
+
+    @staticmethod
+    def _over_limit(builder: ResponseBuilder) -> bool:
+        limit = builder.spec.max_output_tokens
+        return limit != "inf" and builder.output_tokens >= limit

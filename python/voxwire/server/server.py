@@ -1,0 +1,234 @@
+"""``RealtimeServer``: the local Realtime server over websockets (asyncio API).
+
+The handshake is checked before the upgrade, as the real service does:
+
+* path ``/v1/realtime`` (``model=…`` or ``call_id=…`` in the query; other paths: HTTP 404);
+* with a ``token``, ``Authorization: Bearer <token>`` (or the browser form, subprotocol
+  ``openai-insecure-api-key.<token>``) — anything else: HTTP 401 with the service's JSON error;
+* the ``realtime`` subprotocol is accepted when offered.
+
+Tokens are compared in constant time and never logged: websockets' debug log of request
+headers goes through a filter that redacts them.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Sequence
+from http import HTTPStatus
+from types import TracebackType
+from typing import Final
+from urllib.parse import parse_qs, urlsplit
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+from websockets.typing import Subprotocol
+
+from voxwire.server.config import DEFAULT_MODEL
+from voxwire.server.connection import ConnectionSettings, RealtimeConnection
+from voxwire.server.input_buffer import MAX_APPEND_BYTES
+from voxwire.server.responder import Responder, RulesResponder, Scenario
+from voxwire.server.responses import Pacing
+from voxwire.server.tts import Voice
+
+__all__ = ["RealtimeServer"]
+
+log = logging.getLogger("voxwire.server")
+
+PATHS: Final = ("/v1/realtime",)
+SUBPROTOCOL: Final = Subprotocol("realtime")
+_KEY_SUBPROTOCOL: Final = "openai-insecure-api-key."
+# A 15 MiB append is ~20 MiB of base64 plus the JSON around it: receive it, then answer with
+# the service's error instead of dropping the connection.
+MAX_FRAME_BYTES: Final = MAX_APPEND_BYTES * 4 // 3 + 1024 * 1024
+
+
+class _RedactSecrets(logging.Filter):
+    """Redacts header values that carry credentials from websockets' debug log."""
+
+    _SECRET_HEADERS: Final = frozenset({"authorization", "sec-websocket-protocol", "api-key"})
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if (
+            isinstance(args, tuple)
+            and len(args) == 2
+            and isinstance(args[0], str)
+            and args[0].lower() in self._SECRET_HEADERS
+        ):
+            record.args = (args[0], "[redacted]")
+        return True
+
+
+_wire_log = logging.getLogger("voxwire.server.websockets")
+_wire_log.addFilter(_RedactSecrets())
+
+
+class RealtimeServer:
+    """A local, protocol-faithful Realtime server.
+
+    ``tts="espeak"`` (default) speaks with espeak-ng and fails at start, naming what to install,
+    if it is missing; ``tts=None`` answers in text only (sessions default to ``["text"]``).
+    ``responder`` decides what is said (default: :class:`RulesResponder` over ``scenario``).
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        token: str | None = None,
+        scenario: Scenario | None = None,
+        responder: Responder | None = None,
+        tts: str | None = "espeak",
+        pacing: Pacing | None = None,
+        max_session_s: float = 60 * 60,
+        seed: int | None = None,
+    ) -> None:
+        if tts not in ("espeak", None):
+            raise ValueError(f"tts={tts!r} is invalid: expected 'espeak' or None (text only)")
+        if responder is not None and scenario is not None:
+            raise ValueError("give either a scenario (for the rules responder) or a responder")
+        if max_session_s <= 0:
+            raise ValueError(f"max_session_s={max_session_s!r} is invalid: expected > 0")
+        self._host, self._port, self._token = host, port, token
+        self._responder: Responder = responder or RulesResponder(scenario or Scenario())
+        self._tts, self._pacing = tts, pacing or Pacing()
+        self._max_session_s, self._seed = max_session_s, seed
+        self._server: Server | None = None
+        self._voice: Voice | None = None
+        self._closed = False
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._server is not None or self._closed:
+            raise RuntimeError("RealtimeServer.start() may be called once")
+        # Fail here, before listening, if the voice cannot be loaded (NoVoiceError says why).
+        self._voice = Voice.load() if self._tts == "espeak" else None
+        settings = ConnectionSettings(
+            responder=self._responder,
+            voice=self._voice,
+            pacing=self._pacing,
+            max_session_s=self._max_session_s,
+            ids_seed=self._seed,
+        )
+
+        async def handler(ws: ServerConnection) -> None:
+            assert ws.request is not None
+            query = parse_qs(urlsplit(ws.request.path).query)
+            model = query.get("model", [DEFAULT_MODEL])[0]
+            await RealtimeConnection(ws, model, settings).serve()
+
+        try:
+            self._server = await serve(
+                handler,
+                self._host,
+                self._port,
+                process_request=self._check_request,
+                select_subprotocol=_select_subprotocol,
+                max_size=MAX_FRAME_BYTES,
+                compression=None,
+                logger=_wire_log,
+            )
+        except BaseException:
+            self._close_voice()
+            raise
+
+    async def close(self) -> None:
+        """Stop listening, close every connection and wait for their tasks; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._server is not None:
+            self._server.close(close_connections=True)
+            await self._server.wait_closed()
+        self._close_voice()
+
+    def _close_voice(self) -> None:
+        if self._voice is not None:
+            self._voice.close()
+
+    async def __aenter__(self) -> RealtimeServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # --- addresses --------------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the server is not started: use 'async with RealtimeServer()'")
+        return int(self._server.sockets[0].getsockname()[1])
+
+    @property
+    def base_url(self) -> str:
+        """``ws://host:port/v1`` — the ``websocket_base_url`` of the official client."""
+        return f"ws://{self._host}:{self.port}/v1"
+
+    def url(self, model: str = DEFAULT_MODEL) -> str:
+        """The full URL of a realtime session with ``model``."""
+        return f"{self.base_url}/realtime?model={model}"
+
+    # --- handshake --------------------------------------------------------------------------------
+
+    def _check_request(self, ws: ServerConnection, request: Request) -> Response | None:
+        path = urlsplit(request.path).path
+        if path not in PATHS:
+            return _json_response(
+                ws,
+                HTTPStatus.NOT_FOUND,
+                "not_found",
+                f"Invalid URL (GET {path}): the realtime endpoint is /v1/realtime?model=...",
+            )
+        if self._token is not None and not self._authorized(request.headers):
+            return _json_response(
+                ws,
+                HTTPStatus.UNAUTHORIZED,
+                "invalid_api_key",
+                "Incorrect API key provided. Send 'Authorization: Bearer <token>' with the "
+                "token this voxwire server was started with.",
+            )
+        return None
+
+    def _authorized(self, headers: Headers) -> bool:
+        assert self._token is not None
+        expected = self._token.encode()
+        offered: list[str] = []
+        auth = headers.get("Authorization", "")
+        if auth[:7].lower() == "bearer ":
+            offered.append(auth[7:].strip())
+        for value in headers.get_all("Sec-WebSocket-Protocol"):
+            for protocol in value.split(","):
+                protocol = protocol.strip()
+                if protocol.startswith(_KEY_SUBPROTOCOL):
+                    offered.append(protocol[len(_KEY_SUBPROTOCOL) :])
+        return any(hmac.compare_digest(candidate.encode(), expected) for candidate in offered)
+
+
+def _select_subprotocol(
+    ws: ServerConnection, subprotocols: Sequence[Subprotocol]
+) -> Subprotocol | None:
+    # Accept "realtime" if offered; other offers (the key subprotocol) need no echo.
+    return SUBPROTOCOL if SUBPROTOCOL in subprotocols else None
+
+
+def _json_response(ws: ServerConnection, status: HTTPStatus, code: str, message: str) -> Response:
+    body = {
+        "error": {"message": message, "type": "invalid_request_error", "code": code, "param": None}
+    }
+    response = ws.respond(status, json.dumps(body) + "\n")
+    del response.headers["Content-Type"]
+    response.headers["Content-Type"] = "application/json"
+    return response

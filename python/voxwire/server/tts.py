@@ -1,0 +1,259 @@
+"""Offline text-to-speech with espeak-ng, driven through ctypes.
+
+The library and its voice data come from the ``espeakng-loader`` wheel (the ``server`` extra), so
+no system package is needed; a system ``libespeak-ng`` is used if the wheel is absent. The wheel
+is located with ``importlib`` rather than imported: only its files are needed, not its code.
+
+espeak-ng speaks 22.05 kHz PCM16 and reports where each word starts (``espeakEVENT_WORD``: the
+word's character position and its sample). :class:`Voice` resamples that to the session's output
+format with the Rust core — ``audio/pcm`` 24 kHz, or 8 kHz then G.711 µ-law / A-law — and maps
+the word marks to byte offsets in that audio, so transcript deltas can be sent next to the audio
+they describe.
+
+espeak-ng keeps global state and is not thread-safe: one engine per process, one worker thread
+per :class:`Voice`, and a lock around every synthesis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import importlib.util
+import threading
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from voxwire.audio import Resampler, g711
+from voxwire.exceptions import ConfigurationError
+
+__all__ = ["EspeakEngine", "NoVoiceError", "Speech", "SpokenAudio", "Voice"]
+
+_AUDIO_OUTPUT_SYNCHRONOUS: Final = 2
+_INITIALIZE_DONT_EXIT: Final = 0x8000
+_POS_CHARACTER: Final = 1
+_CHARS_UTF8: Final = 1
+_EVENT_LIST_TERMINATED: Final = 0
+_EVENT_WORD: Final = 1
+_PARAM_RATE: Final = 1
+_DEFAULT_RATE_WPM: Final = 175
+_MIN_RATE_WPM: Final = 80
+_MAX_RATE_WPM: Final = 450
+_OUTPUT_RATES_HZ: Final = {"audio/pcm": 24_000, "audio/pcmu": 8_000, "audio/pcma": 8_000}
+
+#: The service's voice names mapped to espeak-ng voices (a language plus a variant).
+VOICE_MAP: Final[Mapping[str, str]] = {
+    "alloy": "en-us",
+    "ash": "en-us+m3",
+    "ballad": "en+m2",
+    "cedar": "en-us+m1",
+    "coral": "en-us+f2",
+    "echo": "en-us+m7",
+    "marin": "en-us+f3",
+    "sage": "en+f4",
+    "shimmer": "en-us+f5",
+    "verse": "en-gb-x-rp+m2",
+}
+_FALLBACK_VOICE: Final = "en-us"
+
+INSTALL_HINT: Final = (
+    "no text-to-speech voice is available: install the server extra "
+    "(pip install 'voxwire[server]', which brings the espeakng-loader wheel with espeak-ng), "
+    "or start the server with tts=None (voxwire serve --no-audio) to answer in text only"
+)
+
+
+class NoVoiceError(ConfigurationError):
+    """No speech engine could be loaded; the message says what to install."""
+
+
+class _Event(ctypes.Structure):
+    _fields_ = (
+        ("type", ctypes.c_int),
+        ("unique_identifier", ctypes.c_uint),
+        ("text_position", ctypes.c_int),
+        ("length", ctypes.c_int),
+        ("audio_position", ctypes.c_int),
+        ("sample", ctypes.c_int),
+        ("user_data", ctypes.c_void_p),
+        ("id", ctypes.c_char * 8),
+    )
+
+
+_Callback = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.POINTER(_Event)
+)
+
+
+@dataclass(frozen=True)
+class Speech:
+    """Synthesised PCM16 at ``rate_hz`` and where each word starts: ``(char, sample)``."""
+
+    pcm: npt.NDArray[np.int16]
+    rate_hz: int
+    word_marks: list[tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class SpokenAudio:
+    """Speech in a wire format: the audio and ``(char offset, byte offset)`` word marks."""
+
+    audio: bytes
+    bytes_per_ms: float
+    word_marks: list[tuple[int, int]]
+
+
+def _find_library() -> tuple[str, str | None]:
+    """Path of ``libespeak-ng`` and of its data directory (``None``: the library's default)."""
+    spec = importlib.util.find_spec("espeakng_loader")
+    if spec is not None and spec.submodule_search_locations:
+        base = Path(next(iter(spec.submodule_search_locations)))
+        for name in ("libespeak-ng.so", "libespeak-ng.dylib", "espeak-ng.dll"):
+            if (base / name).exists():
+                return str(base / name), str(base / "espeak-ng-data")
+    system = ctypes.util.find_library("espeak-ng")
+    if system is not None:
+        return system, None
+    raise NoVoiceError(INSTALL_HINT)
+
+
+class EspeakEngine:
+    """The espeak-ng library, initialised once per process (see :meth:`shared`)."""
+
+    _shared: EspeakEngine | None = None
+    _shared_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        library, data = _find_library()
+        try:
+            lib = ctypes.CDLL(library)
+        except OSError as exc:
+            raise NoVoiceError(f"{INSTALL_HINT} ({library} could not be loaded: {exc})") from None
+        lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+        lib.espeak_Initialize.restype = ctypes.c_int
+        lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
+        lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+        lib.espeak_Synth.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_uint,
+            ctypes.c_int,
+            ctypes.c_uint,
+            ctypes.c_uint,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+        ]
+        rate_hz = lib.espeak_Initialize(
+            _AUDIO_OUTPUT_SYNCHRONOUS,
+            0,
+            data.encode() if data is not None else None,
+            _INITIALIZE_DONT_EXIT,
+        )
+        if rate_hz <= 0:
+            raise NoVoiceError(f"{INSTALL_HINT} (espeak-ng found no voice data at {data})")
+        self._lib = lib
+        self.rate_hz = int(rate_hz)
+        self._lock = threading.Lock()
+        self._chunks: list[bytes] = []
+        self._marks: list[tuple[int, int]] = []
+        # Keep the callback object alive as long as the library may call it.
+        self._callback = _Callback(self._on_audio)
+        lib.espeak_SetSynthCallback(self._callback)
+        self.voices = {
+            name: target if lib.espeak_SetVoiceByName(target.encode()) == 0 else _FALLBACK_VOICE
+            for name, target in VOICE_MAP.items()
+        }
+
+    @classmethod
+    def shared(cls) -> EspeakEngine:
+        """The process-wide engine; raises :class:`NoVoiceError` if espeak-ng is missing."""
+        with cls._shared_lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
+
+    def _on_audio(
+        self, wav: ctypes._Pointer[ctypes.c_short], n_samples: int, events: ctypes._Pointer[_Event]
+    ) -> int:
+        if n_samples > 0:
+            self._chunks.append(ctypes.string_at(wav, n_samples * 2))
+        index = 0
+        while events[index].type != _EVENT_LIST_TERMINATED:
+            event = events[index]
+            if event.type == _EVENT_WORD:
+                # espeak counts characters from 1.
+                self._marks.append((event.text_position - 1, event.sample))
+            index += 1
+        return 0
+
+    def synthesize(self, text: str, voice: str, speed: float = 1.0) -> Speech:
+        """Speak ``text`` with the service voice name ``voice`` (blocking; thread-safe)."""
+        target = self.voices.get(voice, _FALLBACK_VOICE)
+        rate_wpm = round(_DEFAULT_RATE_WPM * speed)
+        rate_wpm = min(_MAX_RATE_WPM, max(_MIN_RATE_WPM, rate_wpm))
+        encoded = text.encode("utf-8")
+        with self._lock:
+            self._chunks, self._marks = [], []
+            self._lib.espeak_SetVoiceByName(target.encode())
+            self._lib.espeak_SetParameter(_PARAM_RATE, rate_wpm, 0)
+            status = self._lib.espeak_Synth(
+                encoded, len(encoded) + 1, 0, _POS_CHARACTER, 0, _CHARS_UTF8, None, None
+            )
+            chunks, marks = self._chunks, self._marks
+            self._chunks, self._marks = [], []
+        if status != 0:
+            raise RuntimeError(f"espeak-ng failed to synthesise (status {status})")
+        pcm = np.frombuffer(b"".join(chunks), dtype="<i2").astype(np.int16)
+        return Speech(pcm=pcm, rate_hz=self.rate_hz, word_marks=marks)
+
+
+class Voice:
+    """Speech in the session's wire formats, synthesised on a worker thread it owns."""
+
+    def __init__(self, engine: EspeakEngine) -> None:
+        self._engine = engine
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="voxwire-tts")
+
+    @classmethod
+    def load(cls) -> Voice:
+        """A voice on the shared espeak-ng engine; raises :class:`NoVoiceError` if none."""
+        return cls(EspeakEngine.shared())
+
+    async def speak(self, text: str, voice: str, speed: float, format_type: str) -> SpokenAudio:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, self.speak_blocking, text, voice, speed, format_type
+        )
+
+    def speak_blocking(self, text: str, voice: str, speed: float, format_type: str) -> SpokenAudio:
+        speech = self._engine.synthesize(text, voice, speed)
+        out_hz = _OUTPUT_RATES_HZ[format_type]
+        resampler = Resampler(speech.rate_hz, out_hz, "hq")
+        pcm = np.concatenate([resampler.process(speech.pcm), resampler.flush()])
+        # Drop the filter's delay so word marks line up with the audio.
+        delay = round(resampler.output_delay())
+        pcm = np.ascontiguousarray(pcm[delay : delay + resampler.output_len(len(speech.pcm))])
+        if format_type == "audio/pcmu":
+            audio, bytes_per_sample = g711.ulaw_encode(pcm), 1
+        elif format_type == "audio/pcma":
+            audio, bytes_per_sample = g711.alaw_encode(pcm), 1
+        else:
+            audio, bytes_per_sample = pcm.astype("<i2").tobytes(), 2
+        ratio = out_hz / speech.rate_hz
+        marks = [
+            (char, min(len(audio), round(sample * ratio) * bytes_per_sample))
+            for char, sample in speech.word_marks
+        ]
+        return SpokenAudio(
+            audio=audio, bytes_per_ms=out_hz * bytes_per_sample / 1000, word_marks=marks
+        )
+
+    def close(self) -> None:
+        """Stop the worker thread (idempotent); a synthesis in progress finishes first."""
+        self._executor.shutdown(wait=True)

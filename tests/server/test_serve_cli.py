@@ -1,0 +1,70 @@
+"""``voxwire serve`` as a real subprocess: prints its URL, requires the token, stops on Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
+
+from .helpers import Client, run
+
+
+def test_serve_subcommand(tmp_path: Path) -> None:
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps({"rules": [{"match": "ping", "say": "pong"}]}))
+    env = {**os.environ, "VOXWIRE_TEST_TOKEN": "tok-123"}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "voxwire.cli",
+            "serve",
+            "--port",
+            "0",
+            "--scenario",
+            str(scenario),
+            "--token-env",
+            "VOXWIRE_TEST_TOKEN",
+            "--pace",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        match = re.search(r"(ws://127\.0\.0\.1:\d+/v1/realtime)", line)
+        assert match, line
+        url = match.group(1) + "?model=gpt-realtime"
+        assert "tok-123" not in line
+
+        async def body() -> None:
+            with pytest.raises(InvalidStatus):
+                async with connect(url):
+                    pass
+            async with connect(url, additional_headers={"Authorization": "Bearer tok-123"}) as ws:
+                client = Client(ws)
+                await client.recv()
+                await client.update(output_modalities=["text"])
+                await client.say("ping")
+                events = await client.respond()
+                text = next(e for e in events if e["type"] == "response.output_text.done")
+                assert text["text"] == "pong"
+
+        run(body())
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=20)
+    assert process.returncode == 0, stderr
+    assert "tok-123" not in stderr
