@@ -68,3 +68,18 @@ def test_serve_subcommand(tmp_path: Path) -> None:
         _, stderr = process.communicate(timeout=20)
     assert process.returncode == 0, stderr
     assert "tok-123" not in stderr
+
+
+def test_no_voice_is_a_clear_error_at_start(tmp_path: Path) -> None:
+    env = {**os.environ, "VOXWIRE_ESPEAK_LIBRARY": str(tmp_path / "missing.so")}
+    process = subprocess.run(
+        [sys.executable, "-m", "voxwire.cli", "serve", "--port", "0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert process.returncode == 2
+    assert "pip install 'voxwire[server]'" in process.stderr
+    assert "--no-audio" in process.stderr
+    assert "voxwire realtime server on" not in process.stdout

@@ -269,36 +269,34 @@ class ResponseManager:
         reason: str | None = None
         error: StatusError | None = None
         try:
-            outputs = await self._responder.respond(run.turn)
-            for output in outputs:
-                if run.cancelled:
-                    break
-                if isinstance(output, Say):
-                    if not await self._say(run, output.text):
-                        status, reason = "incomplete", "max_output_tokens"
+            try:
+                outputs = await self._responder.respond(run.turn)
+                for output in outputs:
+                    if run.cancelled:
                         break
-                elif isinstance(output, CallTool):
-                    await self._call(run, output)
-        except ConnectionClosed:
-            return
-        except (
-            Exception
-        ) as exc:  # a responder or voice that fails ends its response, not the session
-            log.exception("response %s failed", builder.response_id)
-            status, reason = "failed", None
-            error = StatusError(type="server_error", code="responder_error", message=str(exc))
+                    if isinstance(output, Say):
+                        if not await self._say(run, output.text):
+                            status, reason = "incomplete", "max_output_tokens"
+                            break
+                    elif isinstance(output, CallTool):
+                        await self._call(run, output)
+            except ConnectionClosed:
+                return
+            except Exception as exc:  # a failing responder or voice ends its response only
+                log.exception("response %s failed", builder.response_id)
+                status, reason = "failed", None
+                error = StatusError(type="server_error", code="responder_error", message=str(exc))
+            if run.cancelled:
+                status, reason = "cancelled", run.cancel_reason
+            if not self._closing:
+                with contextlib.suppress(ConnectionClosed):
+                    await self._send(builder.done(status, reason, error))
         finally:
+            # Only now may the next response start: its response.created must come after
+            # this response.done.
             self._runs.pop(builder.response_id, None)
             if self._in_conversation is run:
                 self._in_conversation = None
-        if run.cancelled:
-            status, reason = "cancelled", run.cancel_reason
-        if self._closing:
-            return
-        try:
-            await self._send(builder.done(status, reason, error))
-        except ConnectionClosed:
-            return
 
     async def _say(self, run: _Run, text: str) -> bool:
         """Stream one assistant message; False if it hit ``max_output_tokens``."""

@@ -1,7 +1,8 @@
 """Offline text-to-speech with espeak-ng, driven through ctypes.
 
 The library and its voice data come from the ``espeakng-loader`` wheel (the ``server`` extra), so
-no system package is needed; a system ``libespeak-ng`` is used if the wheel is absent. The wheel
+no system package is needed; a system ``libespeak-ng`` is used if the wheel is absent, and
+``VOXWIRE_ESPEAK_LIBRARY`` / ``VOXWIRE_ESPEAK_DATA`` choose another build. The wheel
 is located with ``importlib`` rather than imported: only its files are needed, not its code.
 
 espeak-ng speaks 22.05 kHz PCM16 and reports where each word starts (``espeakEVENT_WORD``: the
@@ -20,6 +21,7 @@ import asyncio
 import ctypes
 import ctypes.util
 import importlib.util
+import os
 import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -110,7 +112,16 @@ class SpokenAudio:
 
 
 def _find_library() -> tuple[str, str | None]:
-    """Path of ``libespeak-ng`` and of its data directory (``None``: the library's default)."""
+    """Path of ``libespeak-ng`` and of its data directory (``None``: the library's default).
+
+    ``VOXWIRE_ESPEAK_LIBRARY`` (and optionally ``VOXWIRE_ESPEAK_DATA``) name a library of the
+    user's own; otherwise the ``espeakng-loader`` wheel's, otherwise the system's.
+    """
+    override = os.environ.get("VOXWIRE_ESPEAK_LIBRARY")
+    if override:
+        if not Path(override).is_file():
+            raise NoVoiceError(f"{INSTALL_HINT} (VOXWIRE_ESPEAK_LIBRARY={override} is not a file)")
+        return override, os.environ.get("VOXWIRE_ESPEAK_DATA")
     spec = importlib.util.find_spec("espeakng_loader")
     if spec is not None and spec.submodule_search_locations:
         base = Path(next(iter(spec.submodule_search_locations)))
