@@ -95,6 +95,15 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _quickstart(args: argparse.Namespace) -> int:
+    """One offline spoken turn: local server, synthetic user speech, spoken reply to a WAV."""
+    from pathlib import Path
+
+    from voxwire import quickstart
+
+    return quickstart.main(Path(args.out), args.pace)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="voxwire", description=__doc__)
     p.add_argument("--version", action="version", version=f"voxwire {__version__}")
@@ -122,6 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--text-rate", type=float, default=100.0, help="text deltas per s (0: max)")
     sv.add_argument("--max-session-minutes", type=float, default=60.0)
     sv.set_defaults(func=_serve)
+    qs = sub.add_parser("quickstart", help="one offline spoken turn against the local server")
+    qs.add_argument("--out", default="quickstart-reply.wav", help="where to write the reply")
+    qs.add_argument("--pace", type=float, default=4.0, help="audio speed, x real time")
+    qs.set_defaults(func=_quickstart)
     return p
 
 
