@@ -45,6 +45,18 @@ RULES: dict[str, dict[str, set[str]]] = {
         "third_party": {"msgspec"},
         "no_stdlib": {"asyncio", "socket"},
     },
+    "asyncio": {
+        "voxwire": {
+            "voxwire.asyncio",
+            "voxwire.agents",
+            "voxwire.protocol",
+            "voxwire.audio",
+            "voxwire._core",
+            "voxwire.exceptions",
+        },
+        "third_party": {"websockets", "numpy", "msgspec"},
+        "no_stdlib": set(),
+    },
     "server": {
         "voxwire": {
             "voxwire.server",

@@ -107,17 +107,29 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
-/// Zeroth-order modified Bessel function of the first kind (power series; converges fast for
-/// the Kaiser betas used here).
+/// `1 / k^2` for the Bessel series: multiplying by it instead of dividing makes the filter
+/// design (tens of thousands of window values for 44.1 kHz ratios) several times faster.
+const INV_K2: [f64; 64] = {
+    let mut t = [0.0; 64];
+    let mut k = 1;
+    while k < 64 {
+        t[k] = 1.0 / ((k * k) as f64);
+        k += 1;
+    }
+    t
+};
+
+/// Zeroth-order modified Bessel function of the first kind (power series; for the Kaiser betas
+/// used here it converges in about 30 terms).
 fn bessel_i0(x: f64) -> f64 {
     let q = x * x / 4.0;
     let mut term = 1.0;
     let mut sum = 1.0;
-    let mut k = 1.0;
+    let mut k = 1;
     while term > sum * 1e-17 {
-        term *= q / (k * k);
+        term *= if k < INV_K2.len() { q * INV_K2[k] } else { q / ((k * k) as f64) };
         sum += term;
-        k += 1.0;
+        k += 1;
     }
     sum
 }
@@ -151,7 +163,10 @@ fn design(in_rate_hz: u32, out_rate_hz: u32, l: usize, m: usize, quality: Qualit
     let centre = (n - 1) as f64 / 2.0;
     let i0_beta = bessel_i0(beta);
     let mut proto = vec![0f64; slots];
-    for (j, c) in proto.iter_mut().enumerate().take(n) {
+    // The filter is symmetric (n is odd, centre on a sample): compute the first half and the
+    // centre, mirror the rest. Halves the design time and makes the symmetry exact.
+    let half = n / 2;
+    for (j, c) in proto.iter_mut().enumerate().take(half + 1) {
         let t = j as f64 - centre;
         let x = wc * t;
         let sinc = if t == 0.0 {
@@ -165,6 +180,9 @@ fn design(in_rate_hz: u32, out_rate_hz: u32, l: usize, m: usize, quality: Qualit
         let w = bessel_i0(beta * (1.0 - r * r).max(0.0).sqrt()) / i0_beta;
         // Gain L restores the level lost to the zeros inserted by upsampling.
         *c = wc * sinc * w * l as f64;
+    }
+    for j in 0..half {
+        proto[n - 1 - j] = proto[j];
     }
     let padded = taps.div_ceil(LANES) * LANES;
     let mut rows = vec![0f32; l * padded];

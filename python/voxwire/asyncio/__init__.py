@@ -1,0 +1,100 @@
+"""voxwire.asyncio: the layer that awaits — a Realtime session over websockets.
+
+* :class:`RealtimeSession` — connect, send, ``async for event in session``, close
+  (docs/session.md).
+* :mod:`~voxwire.asyncio.events` — the typed events a session hands out.
+* :mod:`~voxwire.asyncio.history` — ``session.history``, the conversation as the server holds it.
+* :mod:`~voxwire.asyncio.transport` — the connection seam (:class:`Transport`,
+  :class:`ConnectRequest`, the websocket connector); :mod:`voxwire.testing` plugs in there.
+* :mod:`~voxwire.asyncio.translate` — wire events to session events, without I/O.
+"""
+
+from voxwire.asyncio.endpoint import DEFAULT_MODEL, DEFAULT_URL, ApiKeySource
+from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
+from voxwire.asyncio.events import (
+    AgentState,
+    AgentStateChangedEvent,
+    AssistantTranscriptDeltaEvent,
+    AssistantTranscriptDoneEvent,
+    AudioEndEvent,
+    AudioEvent,
+    AudioInterruptedEvent,
+    CloseEvent,
+    CloseReason,
+    ErrorEvent,
+    ErrorSource,
+    HistoryAddedEvent,
+    HistoryUpdatedEvent,
+    RawServerEvent,
+    ResponseDoneEvent,
+    ResponseStartedEvent,
+    SessionEvent,
+    UserInputTranscribedEvent,
+    UserState,
+    UserStateChangedEvent,
+)
+from voxwire.asyncio.history import (
+    AudioContent,
+    HistoryContent,
+    HistoryFunctionCall,
+    HistoryFunctionCallOutput,
+    HistoryItem,
+    HistoryMessage,
+    HistoryOther,
+    ImageContent,
+    TextContent,
+)
+from voxwire.asyncio.session import RealtimeSession, SessionState
+from voxwire.asyncio.transport import (
+    Connector,
+    ConnectRequest,
+    Transport,
+    TransportClosed,
+    WebSocketTransport,
+    connect_websocket,
+)
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_URL",
+    "AgentState",
+    "AgentStateChangedEvent",
+    "ApiKeySource",
+    "AssistantTranscriptDeltaEvent",
+    "AssistantTranscriptDoneEvent",
+    "AudioContent",
+    "AudioEndEvent",
+    "AudioEvent",
+    "AudioInterruptedEvent",
+    "CloseEvent",
+    "CloseReason",
+    "ConnectRequest",
+    "ConnectionFailed",
+    "Connector",
+    "ErrorEvent",
+    "ErrorSource",
+    "HistoryAddedEvent",
+    "HistoryContent",
+    "HistoryFunctionCall",
+    "HistoryFunctionCallOutput",
+    "HistoryItem",
+    "HistoryMessage",
+    "HistoryOther",
+    "HistoryUpdatedEvent",
+    "ImageContent",
+    "RawServerEvent",
+    "RealtimeSession",
+    "ResponseDoneEvent",
+    "ResponseStartedEvent",
+    "SessionClosed",
+    "SessionEvent",
+    "SessionState",
+    "TextContent",
+    "Transport",
+    "TransportClosed",
+    "UserInputTranscribedEvent",
+    "UserState",
+    "UserStateChangedEvent",
+    "WebSocketTransport",
+    "connect_websocket",
+]

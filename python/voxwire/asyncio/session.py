@@ -1,0 +1,784 @@
+"""``RealtimeSession``: a Realtime conversation over a websocket, as the application holds it.
+
+A thin pump around the sans-I/O :class:`~voxwire.protocol.RealtimeProtocol`: frames received go
+into the protocol core, the core's events are translated into session events
+(:class:`~voxwire.asyncio.translate.EventTranslator`) and queued for ``async for``; what the
+core queues to send goes out in order. The core decides everything the wire implies (items and
+their order, response gating, interruption); this module owns only the I/O and the lifecycle.
+
+Lifecycle rules (each one tested):
+
+* Construction has no side effects: nothing is read from the environment, nothing opened.
+* ``connect()`` resolves the key, opens the connection, starts the receive loop, resolves the
+  agent's instructions and sends the initial ``session.update``; it returns once that is sent
+  (or, with ``wait_for_session_updated=True``, once the server acknowledged it). If anything
+  fails on the way, everything acquired so far is released before the exception reaches the
+  caller — also when the caller is cancelled.
+* The receive loop is the session's one background task; the session awaits it on close.
+  An exception in it becomes an ``error`` / ``close`` event, never a silent death.
+* ``close()`` is idempotent and safe to call from any task, concurrently: every caller waits for
+  the same shutdown, which stops the receive loop, closes the connection and wakes every waiting
+  iterator. When it returns, no task of the session is left.
+* The end of the connection ends the iteration after the queued events: the last event is
+  ``close`` (``reason`` and, for an abnormal end, ``error``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Final
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from voxwire.agents.agent import RealtimeAgent, agent_session_config, resolve_instructions
+from voxwire.asyncio import events as ev
+from voxwire.asyncio.endpoint import (
+    ApiKeySource,
+    build_headers,
+    build_url,
+    resolve_api_key,
+)
+from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
+from voxwire.asyncio.history import HistoryItem, build_history
+from voxwire.asyncio.playback import PlaybackSink, output_format
+from voxwire.asyncio.queue import EventQueue, QueueClosed
+from voxwire.asyncio.translate import EventTranslator, turn_interrupts_response
+from voxwire.asyncio.transport import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Connector,
+    ConnectRequest,
+    Transport,
+    TransportClosed,
+    connect_websocket,
+)
+from voxwire.audio import PlaybackClock
+from voxwire.exceptions import ConfigurationError, InvalidState
+from voxwire.protocol import server_events as se
+from voxwire.protocol.audio_ledger import SegmentKey
+from voxwire.protocol.client_events import (
+    CLIENT_EVENT_TYPES,
+    ClientEvent,
+    ConversationItemCreate,
+    ConversationItemDelete,
+    ConversationItemRetrieve,
+    ConversationItemTruncate,
+    InputAudioBufferAppend,
+    InputAudioBufferClear,
+    InputAudioBufferCommit,
+    OutputAudioBufferClear,
+    ResponseCancel,
+    ResponseCreate,
+    ResponseCreateParams,
+    SessionUpdate,
+)
+from voxwire.protocol.codec import decode_client_event, encode_event
+from voxwire.protocol.config import SessionConfig
+from voxwire.protocol.ids import IdFactory
+from voxwire.protocol.items import ContentPart, InputText, Item, MessageItem
+from voxwire.protocol.protocol import RealtimeProtocol
+from voxwire.protocol.server_events import ProtocolErrorEvent
+
+__all__ = ["RealtimeSession", "SessionState"]
+
+log = logging.getLogger("voxwire.session")
+
+_RESPONSE_PARAMS: Final = frozenset(f.name for f in msgspec.structs.fields(ResponseCreateParams))
+
+
+class SessionState(enum.Enum):
+    NEW = "new"
+    CONNECTING = "connecting"
+    OPEN = "open"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+def _droppable(event: ev.SessionEvent) -> bool:
+    """Events superseded by what follows them (the queue's drop policy)."""
+    return isinstance(
+        event, ev.AudioEvent | ev.AssistantTranscriptDeltaEvent | ev.RawServerEvent
+    ) or (isinstance(event, ev.UserInputTranscribedEvent) and not event.is_final)
+
+
+class RealtimeSession:
+    """One Realtime conversation. Use ``async with RealtimeSession(...) as session:`` (or
+    ``connect()`` / ``close()``) and ``async for event in session``.
+
+    Where to connect: ``url`` (default: the hosted service), ``model`` or ``call_id`` (not
+    both), ``api_key`` (text, or a sync/async function returning it; default
+    ``OPENAI_API_KEY``; never logged or shown), extra ``headers`` (e.g. Azure's ``api-key``).
+
+    What to ask for: ``agent`` (instructions, voice, tools) over ``config`` (a
+    :class:`~voxwire.protocol.SessionConfig` or a mapping in GA, legacy or camelCase shape).
+
+    Options: ``wait_for_session_updated`` (``connect()`` waits for the server's acknowledgement
+    and raises if it rejects the configuration); ``audio_output`` (a
+    :class:`~voxwire.audio.PlaybackClock`: assistant audio goes straight into it instead of
+    ``audio`` events, and interruptions truncate exactly what it played);
+    ``raw_server_events`` (also hand out every server event but audio deltas);
+    ``max_queued_events`` (the event queue's bound; see :mod:`voxwire.asyncio.queue` for what is
+    dropped when it is full); timeouts, keepalive and the maximum message size of the
+    connection; ``connector`` (how to open it: default a websocket; :mod:`voxwire.testing` has a
+    scripted one); ``ids`` (event and item ids, see :class:`~voxwire.protocol.IdFactory`).
+    """
+
+    def __init__(
+        self,
+        agent: RealtimeAgent | None = None,
+        *,
+        url: str | None = None,
+        model: str | None = None,
+        call_id: str | None = None,
+        api_key: ApiKeySource | None = None,
+        headers: Mapping[str, str] | None = None,
+        config: SessionConfig | Mapping[str, Any] | None = None,
+        wait_for_session_updated: bool = False,
+        audio_output: PlaybackClock | None = None,
+        raw_server_events: bool = False,
+        max_queued_events: int = 1024,
+        open_timeout_s: float = 10.0,
+        close_timeout_s: float = 5.0,
+        ping_interval_s: float | None = 20.0,
+        ping_timeout_s: float | None = 20.0,
+        max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
+        connector: Connector | None = None,
+        ids: IdFactory | None = None,
+    ) -> None:
+        # Everything here is checked and stored; nothing is opened, read or started.
+        if agent is not None and not isinstance(agent, RealtimeAgent):
+            raise ConfigurationError(f"agent={agent!r} is invalid: expected a RealtimeAgent")
+        self._url = build_url(url, model=model, call_id=call_id)
+        if api_key is not None and not (isinstance(api_key, str) or callable(api_key)):
+            raise ConfigurationError(
+                "api_key is invalid: expected the key as text or a function returning it"
+            )
+        self._api_key = api_key
+        self._headers = dict(headers or {})
+        for name, value in self._headers.items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise ConfigurationError(f"header {name!r} is invalid: names and values are text")
+        self._agent = agent
+        # Validated now (bad configuration is the caller's mistake: say so at once).
+        self._base_config = agent_session_config(config, None)
+        if not isinstance(audio_output, PlaybackClock | None):
+            raise ConfigurationError(
+                f"audio_output={audio_output!r} is invalid: expected a voxwire.audio.PlaybackClock"
+            )
+        for name, timeout in (
+            ("open_timeout_s", open_timeout_s),
+            ("close_timeout_s", close_timeout_s),
+        ):
+            if not timeout > 0:
+                raise ConfigurationError(f"{name}={timeout!r} is invalid: expected seconds > 0")
+        self._wait_for_session_updated = wait_for_session_updated
+        self._open_timeout_s = open_timeout_s
+        self._close_timeout_s = close_timeout_s
+        self._ping_interval_s = ping_interval_s
+        self._ping_timeout_s = ping_timeout_s
+        self._max_message_bytes = max_message_bytes
+        self._connector: Connector = connector if connector is not None else connect_websocket
+
+        self._protocol = RealtimeProtocol(ids=ids)
+        self._sink = PlaybackSink(audio_output) if audio_output is not None else None
+        self._translator = EventTranslator(
+            self._protocol, raw=raw_server_events, audio_events=audio_output is None
+        )
+        self._queue: EventQueue[ev.SessionEvent] = EventQueue(
+            max_queued_events, droppable=_droppable
+        )
+        self._state = SessionState.NEW
+        self._transport: Transport | None = None
+        self._receive_task: asyncio.Task[None] | None = None
+        self._shutdown_task: asyncio.Task[None] | None = None
+        self._closed_event: asyncio.Event | None = None
+        self._close_requested = False
+        self._close_event: ev.CloseEvent | None = None
+        self._update_waiter: asyncio.Future[None] | None = None
+        self._update_event_id: str | None = None
+        self._outbox: deque[str] = deque()
+        self._send_lock: asyncio.Lock | None = None
+        self._muted = False
+        self._muted_bytes = 0
+        self._overflow_reported: set[SegmentKey] = set()
+
+    def __repr__(self) -> str:
+        agent = f", agent={self._agent.name!r}" if self._agent is not None else ""
+        return f"<RealtimeSession {self._state.value} url={self._url!r}{agent}>"
+
+    # --- reading state ----------------------------------------------------------------------------
+
+    @property
+    def state(self) -> SessionState:
+        return self._state
+
+    @property
+    def url(self) -> str:
+        """The URL connected to (it holds no credentials)."""
+        return self._url
+
+    @property
+    def agent(self) -> RealtimeAgent | None:
+        return self._agent
+
+    @property
+    def protocol(self) -> RealtimeProtocol:
+        """The protocol core: the server's session, conversation, responses and audio ledger
+        as acknowledged so far. Read it; send through the session."""
+        return self._protocol
+
+    @property
+    def history(self) -> list[HistoryItem]:
+        """The conversation as the server holds it, in server order (see
+        :mod:`voxwire.asyncio.history`)."""
+        return build_history(self._protocol.conversation)
+
+    @property
+    def agent_state(self) -> ev.AgentState:
+        return self._translator.agent_state
+
+    @property
+    def user_state(self) -> ev.UserState:
+        return self._translator.user_state
+
+    @property
+    def muted(self) -> bool:
+        """``send_audio`` drops audio instead of sending it."""
+        return self._muted
+
+    @property
+    def dropped_events(self) -> int:
+        """Events dropped because the queue was full (see :mod:`voxwire.asyncio.queue`)."""
+        return self._queue.dropped
+
+    @property
+    def close_event(self) -> ev.CloseEvent | None:
+        """Why the session ended, once it has."""
+        return self._close_event
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> RealtimeSession:
+        await self.connect()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        """Open the connection and send the initial ``session.update`` (see the module
+        docstring). A session connects once; make a new one to connect again."""
+        if self._state is not SessionState.NEW:
+            raise InvalidState(
+                f"connect() on a session that is {self._state.value}: a session connects once, "
+                "make a new RealtimeSession"
+            )
+        self._state = SessionState.CONNECTING
+        self._closed_event = asyncio.Event()
+        self._send_lock = asyncio.Lock()
+        try:
+            await self._open()
+        except BaseException as exc:
+            # Python skips __aexit__ when __aenter__ raises: release here what was acquired.
+            await self._shutdown(ev.CloseEvent(reason="error", error=exc, detail="connect failed"))
+            if self._close_requested and isinstance(exc, SessionClosed | TransportClosed):
+                raise SessionClosed("the session was closed while connecting") from exc
+            raise
+        self._state = SessionState.OPEN
+
+    async def _open(self) -> None:
+        key = await resolve_api_key(self._api_key, url=self._url)
+        self._check_close_requested()
+        request = ConnectRequest(
+            url=self._url,
+            headers=build_headers(key, self._headers),
+            open_timeout_s=self._open_timeout_s,
+            close_timeout_s=self._close_timeout_s,
+            ping_interval_s=self._ping_interval_s,
+            ping_timeout_s=self._ping_timeout_s,
+            max_message_bytes=self._max_message_bytes,
+        )
+        del key
+        try:
+            transport = await asyncio.wait_for(self._connector(request), self._open_timeout_s)
+        except (TimeoutError, asyncio.TimeoutError) as exc:  # distinct types before 3.11
+            raise ConnectionFailed(
+                f"connecting to {self._url} timed out after {self._open_timeout_s} s"
+            ) from exc
+        self._transport = transport
+        self._check_close_requested()
+        self._receive_task = asyncio.create_task(
+            self._receive_loop(transport), name="voxwire-session-receive"
+        )
+        instructions = await resolve_instructions(self._agent) if self._agent else None
+        config = agent_session_config(self._base_config, self._agent, instructions=instructions)
+        self._check_close_requested()
+        if self._wait_for_session_updated:
+            self._update_waiter = asyncio.get_running_loop().create_future()
+        self._update_event_id = self._protocol.send_session_update(config).event_id
+        await self._flush()
+        if self._update_waiter is not None:
+            try:
+                await self._update_waiter
+            finally:
+                self._update_waiter = None
+        self._check_close_requested()
+        if self._close_event is not None:
+            raise SessionClosed(f"the connection ended while connecting: {self._describe_close()}")
+
+    def _check_close_requested(self) -> None:
+        if self._close_requested:
+            raise SessionClosed("the session was closed while connecting")
+
+    async def close(self) -> None:
+        """End the session: stop the receive loop, close the connection, wake every iterator.
+        Idempotent; safe from any task and concurrently (every caller waits for the same
+        shutdown). Cancelling one caller does not stop the shutdown."""
+        if self._state is SessionState.NEW:
+            self._state = SessionState.CLOSED
+            self._queue.close()
+            return
+        if self._state is SessionState.CONNECTING:
+            # connect() notices at its next step and releases what it holds.
+            self._close_requested = True
+            self._fail_update_waiter(SessionClosed("the session was closed while connecting"))
+            assert self._closed_event is not None
+            await self._closed_event.wait()
+            return
+        if self._shutdown_task is None:
+            if self._state is SessionState.OPEN:
+                self._state = SessionState.CLOSING
+            self._shutdown_task = asyncio.create_task(
+                self._shutdown(ev.CloseEvent(reason="client_closed")),
+                name="voxwire-session-close",
+            )
+        await asyncio.shield(self._shutdown_task)
+
+    async def _shutdown(self, default: ev.CloseEvent) -> None:
+        """Release everything, in order; safe to run again (each step is idempotent)."""
+        try:
+            task = self._receive_task
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+                await asyncio.wait([task])
+            if self._transport is not None:
+                try:
+                    await self._transport.close()
+                except Exception:  # already broken: nothing more to release
+                    log.debug("closing the transport failed", exc_info=True)
+        finally:
+            self._finish(self._close_event or default)
+
+    def _finish(self, close: ev.CloseEvent) -> None:
+        """The terminal state: the close event last, iterators woken, waiters failed."""
+        if self._close_event is None:
+            self._close_event = close
+        if not self._queue.closed:
+            self._queue.put(self._close_event)
+            self._queue.close()
+        self._fail_update_waiter(SessionClosed(f"the session closed: {self._describe_close()}"))
+        self._state = SessionState.CLOSED
+        if self._closed_event is not None:
+            self._closed_event.set()
+
+    def _describe_close(self) -> str:
+        close = self._close_event
+        if close is None:
+            return "not closed"
+        return close.detail or (str(close.error) if close.error else close.reason)
+
+    def _fail_update_waiter(self, exc: BaseException) -> None:
+        if self._update_waiter is not None and not self._update_waiter.done():
+            self._update_waiter.set_exception(exc)
+
+    # --- the receive loop -------------------------------------------------------------------------
+
+    async def _receive_loop(self, transport: Transport) -> None:
+        """Frames in, events out, until the connection ends. Owned and awaited by the session."""
+        try:
+            while True:
+                frame = await transport.recv()
+                self._handle_frame(frame)
+                if self._outbox:
+                    await self._flush()
+        except TransportClosed as closed:
+            self._close_event = ev.CloseEvent(
+                reason="server_closed" if closed.clean else "connection_lost",
+                error=None if closed.clean else closed,
+                code=closed.code,
+                detail=closed.describe(),
+            )
+        except SessionClosed as exc:  # a flush found the connection gone
+            cause = exc.__cause__
+            clean = isinstance(cause, TransportClosed) and cause.clean
+            self._close_event = ev.CloseEvent(
+                reason="server_closed" if clean else "connection_lost",
+                error=None if clean else cause or exc,
+                code=cause.code if isinstance(cause, TransportClosed) else None,
+                detail=str(exc),
+            )
+        except Exception as exc:  # a transport failing in an unforeseen way, or a bug of ours
+            log.exception("the receive loop failed")
+            self._close_event = ev.CloseEvent(
+                reason="error", error=exc, detail=f"the receive loop failed: {exc!r}"
+            )
+        # The connection is over: release it and end the iteration. (A cancellation — from
+        # close() — skips this: close() does the same.)
+        try:
+            await transport.close()
+        except Exception:
+            log.debug("closing the transport failed", exc_info=True)
+        self._finish(self._close_event)
+
+    def _handle_frame(self, frame: str | bytes) -> None:
+        protocol = self._protocol
+        protocol.receive_text(frame)
+        for event in protocol.events_received():
+            try:
+                self._dispatch(event)
+            except Exception as exc:  # reported, and the session goes on
+                log.exception("handling %s failed", type(event).__name__)
+                self._queue.put(
+                    ev.ErrorEvent(
+                        message=f"handling {getattr(event, 'type', type(event).__name__)} "
+                        f"failed: {exc!r}",
+                        source="session",
+                        exception=exc,
+                    )
+                )
+        self._outbox.extend(protocol.data_to_send())
+
+    def _dispatch(self, event: se.ReceivedEvent) -> None:
+        if isinstance(event, se.ResponseOutputAudioDelta) and self._sink is not None:
+            self._play(event)
+        elif isinstance(event, se.ResponseOutputAudioDone) and self._sink is not None:
+            self._report_overflow(
+                (event.item_id, event.content_index),
+                self._sink.end((event.item_id, event.content_index)),
+            )
+        elif isinstance(event, se.InputAudioBufferSpeechStarted):
+            self._barge_in()
+        elif isinstance(event, se.ResponseDone) and self._sink is not None:
+            self._sink.clock.drop_finished()
+        self._resolve_update_waiter(event)
+        for out in self._translator.translate(event):
+            self._queue.put(out)
+
+    def _resolve_update_waiter(self, event: se.ReceivedEvent) -> None:
+        waiter = self._update_waiter
+        if waiter is None or waiter.done():
+            return
+        if isinstance(event, se.SessionUpdated):
+            waiter.set_result(None)
+        elif isinstance(event, se.ErrorEvent) and event.error.event_id == self._update_event_id:
+            waiter.set_exception(
+                ConfigurationError(
+                    f"the server rejected the session configuration: {event.error.message}"
+                    + (f" (param {event.error.param})" if event.error.param else "")
+                )
+            )
+
+    def _play(self, event: se.ResponseOutputAudioDelta) -> None:
+        assert self._sink is not None
+        format_type, rate_hz = output_format(self._protocol.session)
+        key = (event.item_id, event.content_index)
+        self._report_overflow(key, self._sink.push(key, event.delta, format_type, rate_hz))
+
+    def _report_overflow(self, key: SegmentKey, refused_samples: int) -> None:
+        if refused_samples and key not in self._overflow_reported:
+            self._overflow_reported.add(key)
+            self._queue.put(
+                ev.ErrorEvent(
+                    message=f"the audio output's ring is full: {refused_samples} samples of "
+                    f"{key[0]} were dropped (give the PcmRing more capacity)",
+                    source="audio_output",
+                )
+            )
+
+    def _barge_in(self) -> None:
+        """Server VAD heard the user start speaking. If it cuts the response
+        (``interrupt_response``), the server cancels it by itself; the client stops playback and
+        truncates what was heard."""
+        if not turn_interrupts_response(self._protocol.session):
+            return
+        playing = self._sink is not None and self._sink.clock.buffered_samples > 0
+        if playing or self._protocol.responses_in_progress:
+            self._interrupt(None, cancel_response=False)
+
+    # --- sending ----------------------------------------------------------------------------------
+
+    def _require_open(self) -> None:
+        if self._state is SessionState.OPEN:
+            return
+        if self._state is SessionState.CLOSING:
+            raise SessionClosed("the session is closing")
+        if self._state is SessionState.CLOSED:
+            raise SessionClosed(f"the session is closed ({self._describe_close()})")
+        raise InvalidState(
+            f"the session is {self._state.value}: use 'async with session' or await "
+            "session.connect() first"
+        )
+
+    async def _flush(self) -> None:
+        """Send what the protocol core queued, in order (one sender at a time)."""
+        self._outbox.extend(self._protocol.data_to_send())
+        if not self._outbox:
+            return
+        assert self._send_lock is not None
+        assert self._transport is not None
+        async with self._send_lock:
+            while self._outbox:
+                frame = self._outbox.popleft()
+                try:
+                    await self._transport.send(frame)
+                except TransportClosed as exc:
+                    self._outbox.clear()
+                    raise SessionClosed(f"the connection is closed: {exc.describe()}") from exc
+
+    async def send_audio(
+        self, pcm: bytes | bytearray | memoryview | npt.NDArray[np.int16], *, commit: bool = False
+    ) -> None:
+        """Append audio to the server's input buffer, in the session's input format (PCM16 24 kHz
+        mono little-endian unless configured): bytes, or a 1-D numpy ``int16`` array. Dropped
+        while muted. ``commit=True`` commits the buffer after it (turn detection off)."""
+        self._require_open()
+        data = _audio_bytes(pcm)
+        if self._muted:
+            self._muted_bytes += len(data)
+        elif data:
+            self._protocol.send_input_audio(data)
+        if commit:
+            self._protocol.send_input_audio_commit()
+        await self._flush()
+
+    async def commit_audio(self) -> None:
+        """Turn the input buffer into a user item (needed when turn detection is off)."""
+        self._require_open()
+        self._protocol.send_input_audio_commit()
+        await self._flush()
+
+    async def clear_audio(self) -> None:
+        """Drop the audio in the server's input buffer."""
+        self._require_open()
+        self._protocol.send_input_audio_clear()
+        await self._flush()
+
+    def mute(self, muted: bool = True) -> None:
+        """Stop (or resume) forwarding audio: ``send_audio`` drops it while muted."""
+        self._muted = bool(muted)
+
+    async def send_message(
+        self,
+        message: str | list[ContentPart] | tuple[ContentPart, ...] | Item,
+        *,
+        trigger_response: bool = True,
+    ) -> None:
+        """Add a user message (text, content parts, or any item) and, by default, ask for a
+        response. The request waits while a response is in progress and coalesces with other
+        waiting requests: the session never causes ``conversation_already_has_active_response``.
+        """
+        self._require_open()
+        if isinstance(message, str):
+            item: Item = MessageItem(role="user", content=[InputText(text=message)])
+        elif isinstance(message, list | tuple):
+            item = MessageItem(role="user", content=list(message))
+        else:
+            item = message
+        self._protocol.send_item_create(item)
+        if trigger_response:
+            self._protocol.send_response_create()
+        await self._flush()
+
+    async def create_response(self, **params: Any) -> None:
+        """Ask for a response (manual turn control), with per-response overrides — the fields
+        of :class:`~voxwire.protocol.ResponseCreateParams` (``instructions``,
+        ``output_modalities``, ``conversation="none"``, ``input``, ``metadata`` …). Gated like
+        every other request."""
+        self._require_open()
+        unknown = sorted(set(params) - _RESPONSE_PARAMS)
+        if unknown:
+            raise ConfigurationError(
+                f"create_response() got unknown parameter(s) {', '.join(unknown)}: expected "
+                + ", ".join(sorted(_RESPONSE_PARAMS))
+            )
+        try:
+            request = msgspec.convert(params, ResponseCreateParams) if params else None
+        except msgspec.ValidationError as exc:
+            raise ConfigurationError(f"create_response(): {exc}") from exc
+        self._protocol.send_response_create(request)
+        await self._flush()
+
+    async def cancel_response(self) -> None:
+        """Cancel the response in progress, if any (without truncating audio; see
+        :meth:`interrupt`)."""
+        self._require_open()
+        self._protocol.send_response_cancel()
+        await self._flush()
+
+    async def update_session(self, config: SessionConfig | Mapping[str, Any]) -> None:
+        """Send a ``session.update`` (GA, legacy or camelCase shape)."""
+        self._require_open()
+        self._protocol.send_session_update(config)
+        await self._flush()
+
+    async def interrupt(
+        self,
+        played_samples: Mapping[SegmentKey, int] | None = None,
+        *,
+        cancel_response: bool = True,
+    ) -> None:
+        """The user interrupted: cancel the response, stop playback, and truncate each item to
+        what was heard (delete items none of which was heard).
+
+        What was heard comes from ``played_samples`` (``(item_id, content_index)`` → samples
+        played, if the application plays audio itself), else from the attached audio output;
+        with neither, everything received counts as heard.
+        """
+        self._require_open()
+        self._interrupt(played_samples, cancel_response=cancel_response)
+        await self._flush()
+
+    def _interrupt(
+        self, played_samples: Mapping[SegmentKey, int] | None, *, cancel_response: bool
+    ) -> None:
+        played: dict[SegmentKey, int]
+        if played_samples is not None:
+            played = dict(played_samples)
+        elif self._sink is not None:
+            played = {
+                (r.item_id, r.content_index): r.played_samples for r in self._sink.interrupt()
+            }
+        else:
+            in_progress = set(self._protocol.responses_in_progress)
+            played = {
+                segment.key: segment.received_samples
+                for segment in self._protocol.audio.segments()
+                if segment.response_id in in_progress
+            }
+        sent = self._protocol.interrupt(played, cancel_response=cancel_response)
+        for event in sent:
+            if isinstance(event, ConversationItemTruncate):
+                self._queue.put(
+                    ev.AudioInterruptedEvent(
+                        item_id=event.item_id,
+                        content_index=event.content_index,
+                        played_ms=event.audio_end_ms,
+                    )
+                )
+            elif isinstance(event, ConversationItemDelete):
+                self._queue.put(ev.AudioInterruptedEvent(item_id=event.item_id, content_index=0))
+        self._outbox.extend(self._protocol.data_to_send())
+
+    async def update_history(self, items: Sequence[Item]) -> None:
+        """Make the server's conversation ``items``: deletes and creates (see
+        :meth:`~voxwire.protocol.RealtimeProtocol.update_history`); ``session.history``
+        follows when the server confirms."""
+        self._require_open()
+        self._protocol.update_history(items)
+        await self._flush()
+
+    async def send_raw(self, event: ClientEvent | Mapping[str, Any]) -> None:
+        """Send any client event, typed or as a mapping. Known events go through the protocol
+        core, so its state follows and a raw ``response.create`` is gated like the session's
+        own; a type the SDK does not know is sent as given."""
+        self._require_open()
+        if isinstance(event, Mapping):
+            if event.get("type") not in CLIENT_EVENT_TYPES:
+                if not isinstance(event.get("type"), str):
+                    raise ConfigurationError("send_raw(): the event needs a 'type'")
+                self._outbox.extend(self._protocol.data_to_send())
+                self._outbox.append(msgspec.json.encode(dict(event)).decode())
+                await self._flush()
+                return
+            decoded = decode_client_event(msgspec.json.encode(dict(event)))
+            if isinstance(decoded, ProtocolErrorEvent):
+                raise ConfigurationError(f"send_raw(): {decoded.message}")
+            event = decoded
+        self._send_typed(event)
+        await self._flush()
+
+    def _send_typed(self, event: ClientEvent) -> None:
+        p = self._protocol
+        if isinstance(event, SessionUpdate):
+            p.send_session_update(event.session)
+        elif isinstance(event, InputAudioBufferAppend):
+            p.send_input_audio(event.audio)
+        elif isinstance(event, InputAudioBufferCommit):
+            p.send_input_audio_commit()
+        elif isinstance(event, InputAudioBufferClear):
+            p.send_input_audio_clear()
+        elif isinstance(event, OutputAudioBufferClear):
+            p.send_output_audio_clear()
+        elif isinstance(event, ConversationItemCreate):
+            p.send_item_create(event.item, previous_item_id=event.previous_item_id)
+        elif isinstance(event, ConversationItemRetrieve):
+            p.send_item_retrieve(event.item_id)
+        elif isinstance(event, ConversationItemDelete):
+            p.send_item_delete(event.item_id)
+        elif isinstance(event, ConversationItemTruncate):
+            p.send_item_truncate(event.item_id, event.content_index, event.audio_end_ms)
+        elif isinstance(event, ResponseCreate):
+            p.send_response_create(event.response)
+        elif isinstance(event, ResponseCancel):
+            p.send_response_cancel(event.response_id)
+        else:  # pragma: no cover - every ClientEvent is handled above
+            self._outbox.append(encode_event(event))
+
+    # --- events -----------------------------------------------------------------------------------
+
+    def __aiter__(self) -> AsyncIterator[ev.SessionEvent]:
+        return _EventIterator(self._queue)
+
+    async def next_event(self) -> ev.SessionEvent:
+        """The next event; raises :class:`StopAsyncIteration` once the session is over and every
+        event was handed out."""
+        try:
+            return await self._queue.get()
+        except QueueClosed:
+            raise StopAsyncIteration from None
+
+
+class _EventIterator:
+    """``async for`` over the session's queue (several iterators share it: each event goes to
+    one of them)."""
+
+    def __init__(self, queue: EventQueue[ev.SessionEvent]) -> None:
+        self._queue = queue
+
+    def __aiter__(self) -> _EventIterator:
+        return self
+
+    async def __anext__(self) -> ev.SessionEvent:
+        try:
+            return await self._queue.get()
+        except QueueClosed:
+            raise StopAsyncIteration from None
+
+
+def _audio_bytes(pcm: bytes | bytearray | memoryview | npt.NDArray[np.int16]) -> bytes:
+    if isinstance(pcm, bytes | bytearray | memoryview):
+        return bytes(pcm)
+    if isinstance(pcm, np.ndarray):
+        if pcm.dtype != np.int16:
+            raise TypeError(
+                f"send_audio() got a numpy array of {pcm.dtype}: expected int16 PCM "
+                "(convert float audio with (x * 32767).astype(np.int16))"
+            )
+        if pcm.ndim != 1 and not (pcm.ndim == 2 and pcm.shape[1] == 1):
+            raise ValueError(
+                f"send_audio() got an array of shape {pcm.shape}: expected mono, shape (n,) or "
+                "(n, 1) (mix down with voxwire.audio.to_mono)"
+            )
+        return pcm.astype("<i2", copy=False).tobytes()
+    raise TypeError(f"send_audio() got {type(pcm).__name__}: expected bytes or a numpy int16 array")

@@ -1,0 +1,138 @@
+"""Helpers for the session tests: the local server on loopback, a tiny misbehaving peer, event
+collection, and the no-task-left check."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager
+from functools import cache
+from typing import Any, TypeVar
+
+from websockets.asyncio.server import ServerConnection, serve
+
+from voxwire.asyncio import RealtimeSession, SessionEvent
+from voxwire.server import Pacing, RealtimeServer, Scenario
+
+T = TypeVar("T")
+
+#: Everything as fast as the socket takes it.
+FAST = Pacing(audio_pace=0, text_tokens_per_s=0)
+#: Slow enough that a response is still running while the test sends more.
+SLOW = Pacing(audio_pace=2.0, text_tokens_per_s=60)
+
+SCENARIO = Scenario.from_mapping(
+    {
+        "rules": [
+            {"match": "weather", "call": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+            {"after_tool": "get_weather", "say": "It is {output.temperature} degrees in Paris."},
+            {"match": "hello", "say": "Hello! How can I help you today?"},
+            {"match": "story", "say": " ".join(["Once upon a time there was a long story."] * 6)},
+        ],
+        "fallback": "You said: {text}",
+    }
+)
+
+#: Text only, turn detection off: the application drives every turn.
+MANUAL = {"output_modalities": ["text"], "audio": {"input": {"turn_detection": None}}}
+
+
+def run(coro: Coroutine[Any, Any, T], timeout_s: float = 30.0) -> T:
+    """Run a test body on a fresh event loop, bounded so a hang fails instead of stalling."""
+
+    async def bounded() -> T:
+        return await asyncio.wait_for(coro, timeout_s)
+
+    return asyncio.run(bounded())
+
+
+@asynccontextmanager
+async def serving(**options: Any) -> AsyncIterator[RealtimeServer]:
+    """The local realtime server on a free loopback port (text only and fast unless told)."""
+    options.setdefault("pacing", FAST)
+    options.setdefault("scenario", SCENARIO)
+    options.setdefault("tts", None)
+    async with RealtimeServer(**options) as server:
+        yield server
+
+
+def session_tasks() -> list[asyncio.Task[Any]]:
+    """Tasks running code of the session layer."""
+    return [
+        task
+        for task in asyncio.all_tasks()
+        if task.get_name().startswith("voxwire-session")
+        or "voxwire/asyncio" in getattr(task.get_coro(), "cr_code", _NoCode).co_filename
+    ]
+
+
+class _NoCode:
+    co_filename = ""
+
+
+def assert_only_current_task() -> None:
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+async def until(
+    session: RealtimeSession,
+    done: str | Callable[[SessionEvent], bool],
+    *,
+    timeout_s: float = 10.0,
+) -> list[SessionEvent]:
+    """Events up to and including the first that is of type ``done`` (or satisfies it)."""
+    check = (lambda e: e.type == done) if isinstance(done, str) else done
+    seen: list[SessionEvent] = []
+
+    async def collect() -> list[SessionEvent]:
+        async for event in session:
+            seen.append(event)
+            if check(event):
+                return seen
+        raise AssertionError(f"the session ended before {done!r}: {[e.type for e in seen]}")
+
+    return await asyncio.wait_for(collect(), timeout_s)
+
+
+async def drain(session: RealtimeSession, *, timeout_s: float = 10.0) -> list[SessionEvent]:
+    """Every event until the iteration ends."""
+
+    async def collect() -> list[SessionEvent]:
+        return [event async for event in session]
+
+    return await asyncio.wait_for(collect(), timeout_s)
+
+
+Handler = Callable[[ServerConnection], Awaitable[None]]
+
+
+@asynccontextmanager
+async def peer(handler: Handler) -> AsyncIterator[str]:
+    """A bare websocket server on loopback running ``handler`` per connection (for behaviour the
+    local realtime server does not have: dying, sending garbage). Yields its URL."""
+    async with serve(handler, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        yield f"ws://127.0.0.1:{port}/v1/realtime"
+
+
+def session_created() -> str:
+    return json.dumps(
+        {
+            "type": "session.created",
+            "event_id": "event_1",
+            "session": {"type": "realtime", "object": "realtime.session", "id": "sess_1"},
+        }
+    )
+
+
+@cache
+def speech_pcm(text: str = "Hello, what is the weather like?") -> bytes:
+    """Real speech, 24 kHz PCM16, made by the local server's own voice."""
+    from voxwire.server.tts import Voice
+
+    voice = Voice.load()
+    try:
+        return voice.speak_blocking(text, "alloy", 1.0, "audio/pcm").audio
+    finally:
+        voice.close()
