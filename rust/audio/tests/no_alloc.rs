@@ -1,13 +1,14 @@
-//! The output hot path allocates nothing: ring push/pop, and the playback clock queueing more
-//! audio of an item it already tracks. Counted with a global allocator wrapper (this binary has
-//! a single test, so nothing else allocates while it counts).
+//! The hot paths allocate nothing: the resampler's process/flush for every preset and common
+//! conversion, ring push/pop, and the playback clock queueing more audio of an item it already
+//! tracks. Counted with a global allocator wrapper; this binary has a single test (which runs
+//! the checks one after another), so nothing else allocates while it counts.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use voxwire_audio::playback::PlaybackClock;
-use voxwire_audio::{ring, Pcm};
+use voxwire_audio::{ring, Pcm, Quality, Resampler};
 
 struct Counting;
 
@@ -35,6 +36,11 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 #[test]
+fn hot_paths_do_not_allocate() {
+    process_and_flush_do_not_allocate();
+    push_pop_and_clock_push_do_not_allocate();
+}
+
 fn push_pop_and_clock_push_do_not_allocate() {
     let chunk: Vec<i16> = (0..480).map(|i| (i * 37 % 20_000) as i16).collect();
     let bytes: Vec<u8> = chunk.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -67,4 +73,29 @@ fn push_pop_and_clock_push_do_not_allocate() {
     assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), before, "the hot path allocated");
     assert!(p.monitor().overrun_samples() > 0 && c.monitor().underrun_samples() > 0);
     assert_eq!(clock.played("item_a", 0).unwrap().queued_samples, 480 * 2001);
+}
+
+fn process_and_flush_do_not_allocate() {
+    for (a, b) in [
+        (48_000, 24_000),
+        (44_100, 24_000),
+        (16_000, 24_000),
+        (24_000, 48_000),
+        (24_000, 16_000),
+        (8_000, 24_000),
+    ] {
+        for q in [Quality::Fast, Quality::Hq, Quality::Vhq] {
+            let mut r = Resampler::new(a, b, q).unwrap();
+            let chunk: Vec<i16> = (0..a / 50).map(|i| (i * 37 % 20_000) as i16).collect();
+            let bytes: Vec<u8> = chunk.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let mut out = vec![0i16; 8192];
+            let before = ALLOCATIONS.load(Ordering::Relaxed);
+            for _ in 0..200 {
+                r.process_into(Pcm::Samples(&chunk), &mut out).unwrap();
+                r.process_into(Pcm::LeBytes(&bytes), &mut out).unwrap();
+            }
+            r.flush_into(&mut out).unwrap();
+            assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), before, "{a}->{b} {q:?} allocated");
+        }
+    }
 }
