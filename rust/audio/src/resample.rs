@@ -421,15 +421,7 @@ impl Resampler {
 
     /// Outputs computable once `buf` holds `filled` samples (may exceed the buffer: a count).
     fn outputs_available(&self, filled: u64) -> usize {
-        let next = self.next_idx as u64;
-        if filled <= next {
-            return 0;
-        }
-        // Output k (k = 0, 1, ...) needs index next + floor((phase + k*M) / L) < filled.
-        let r = filled - 1 - next;
-        let (l, m) = (self.l as u64, self.m as u64);
-        let span = l * (r + 1) - 1 - self.phase as u64;
-        (span / m + 1) as usize
+        outputs_before(filled, self.next_idx as u64, self.phase as u64, self.l as u64, self.m as u64)
     }
 
     /// Resample `input`, writing exactly `output_len(input.len())` samples to the front of
@@ -724,13 +716,18 @@ const GROUP: usize = 4;
 /// Number of outputs computable from `a.buf[..a.filled]`, capped at `cap`.
 #[inline(always)]
 fn available(a: &Args<'_>, st: &State, cap: usize) -> usize {
-    if a.filled <= st.next_idx {
+    outputs_before(a.filled as u64, st.next_idx as u64, st.phase as u64, a.l as u64, a.m as u64).min(cap)
+}
+
+/// How many outputs, starting with the one at (`next`, `phase`), need only inputs `< filled`:
+/// output k needs input `next + floor((phase + k*M) / L)`.
+#[inline(always)]
+fn outputs_before(filled: u64, next: u64, phase: u64, l: u64, m: u64) -> usize {
+    if filled <= next {
         return 0;
     }
-    let r = (a.filled - 1 - st.next_idx) as u64;
-    let (l, m) = (a.l as u64, a.m as u64);
-    let n = ((l * (r + 1) - 1 - st.phase as u64) / m + 1) as usize;
-    n.min(cap)
+    let r = filled - 1 - next;
+    ((l * (r + 1) - 1 - phase) / m + 1) as usize
 }
 
 /// Phase and newest input index of output `n` counted from the state.
