@@ -5,9 +5,34 @@ Layers (imports point down only; see docs/architecture.md):
 * ``voxwire._core``  — the compiled Rust audio core (resampler, ring buffer, playback clock, G.711)
 * ``voxwire.audio``  — its Python face
 * ``voxwire.protocol`` — the sans-I/O Realtime protocol core
+* ``voxwire.agents`` — agents declared as data (:class:`RealtimeAgent`)
+* ``voxwire.asyncio`` — the session over websockets (:class:`RealtimeSession`, docs/session.md)
+
+``RealtimeSession`` and ``RealtimeAgent`` are imported on first use, so ``import voxwire``
+stays light.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from voxwire._core import __version__
 from voxwire.exceptions import VoxwireError
 
-__all__ = ["VoxwireError", "__version__"]
+if TYPE_CHECKING:
+    from voxwire.agents import RealtimeAgent
+    from voxwire.asyncio import RealtimeSession
+
+__all__ = ["RealtimeAgent", "RealtimeSession", "VoxwireError", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RealtimeSession":
+        from voxwire.asyncio import RealtimeSession
+
+        return RealtimeSession
+    if name == "RealtimeAgent":
+        from voxwire.agents import RealtimeAgent
+
+        return RealtimeAgent
+    raise AttributeError(f"module 'voxwire' has no attribute {name!r}")

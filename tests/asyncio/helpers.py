@@ -38,11 +38,18 @@ SCENARIO = Scenario.from_mapping(
 MANUAL = {"output_modalities": ["text"], "audio": {"input": {"turn_detection": None}}}
 
 
+_RUNNERS: set[asyncio.Task[Any] | None] = set()
+
+
 def run(coro: Coroutine[Any, Any, T], timeout_s: float = 30.0) -> T:
     """Run a test body on a fresh event loop, bounded so a hang fails instead of stalling."""
 
     async def bounded() -> T:
-        return await asyncio.wait_for(coro, timeout_s)
+        _RUNNERS.add(asyncio.current_task())
+        try:
+            return await asyncio.wait_for(coro, timeout_s)
+        finally:
+            _RUNNERS.discard(asyncio.current_task())
 
     return asyncio.run(bounded())
 
@@ -62,8 +69,8 @@ def session_tasks() -> list[asyncio.Task[Any]]:
     return [
         task
         for task in asyncio.all_tasks()
-        if task.get_name().startswith("voxwire-session")
-        or "voxwire/asyncio" in getattr(task.get_coro(), "cr_code", _NoCode).co_filename
+        if task.get_name().startswith("voxwire-client")
+        or "voxwire/asyncio/" in getattr(task.get_coro(), "cr_code", _NoCode).co_filename
     ]
 
 
@@ -72,7 +79,8 @@ class _NoCode:
 
 
 def assert_only_current_task() -> None:
-    assert asyncio.all_tasks() == {asyncio.current_task()}
+    """No task is left but the test's own (and the runner's that bounds it)."""
+    assert asyncio.all_tasks() - _RUNNERS == {asyncio.current_task()}
 
 
 async def until(
@@ -136,3 +144,12 @@ def speech_pcm(text: str = "Hello, what is the weather like?") -> bytes:
         return voice.speak_blocking(text, "alloy", 1.0, "audio/pcm").audio
     finally:
         voice.close()
+
+
+async def poll(condition: Callable[[], bool], *, timeout_s: float = 10.0) -> None:
+    """Wait until ``condition()`` holds (for state no event announces, like a ring's fill)."""
+    for _ in range(int(timeout_s / 0.005)):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {condition}")

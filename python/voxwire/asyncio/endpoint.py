@@ -27,6 +27,7 @@ __all__ = [
     "ApiKeySource",
     "build_headers",
     "build_url",
+    "is_hosted",
     "resolve_api_key",
 ]
 
@@ -93,9 +94,9 @@ def is_hosted(url: str) -> bool:
     return urlsplit(url).hostname == _HOSTED
 
 
-async def resolve_api_key(source: ApiKeySource | None, *, url: str) -> ApiKey | None:
+async def resolve_api_key(source: ApiKeySource | None, *, required: bool) -> ApiKey | None:
     """The key to send: ``source`` (called and awaited if it is a function), else
-    ``OPENAI_API_KEY``; ``None`` when there is none and ``url`` does not need one."""
+    ``OPENAI_API_KEY``; ``None`` when there is none and none is ``required``."""
     if source is None:
         value: object = os.environ.get("OPENAI_API_KEY") or None
     elif isinstance(source, str):
@@ -109,7 +110,7 @@ async def resolve_api_key(source: ApiKeySource | None, *, url: str) -> ApiKey | 
                 f"the api_key function returned a {type(value).__name__}: expected the key as text"
             )
     if value is None or value == "":
-        if is_hosted(url):
+        if required:
             raise ConfigurationError(
                 "no API key: pass api_key=... or set OPENAI_API_KEY (the hosted service refuses "
                 "connections without one)"

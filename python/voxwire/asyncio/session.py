@@ -43,6 +43,7 @@ from voxwire.asyncio.endpoint import (
     ApiKeySource,
     build_headers,
     build_url,
+    is_hosted,
     resolve_api_key,
 )
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
@@ -112,8 +113,9 @@ class RealtimeSession:
     ``connect()`` / ``close()``) and ``async for event in session``.
 
     Where to connect: ``url`` (default: the hosted service), ``model`` or ``call_id`` (not
-    both), ``api_key`` (text, or a sync/async function returning it; default
-    ``OPENAI_API_KEY``; never logged or shown), extra ``headers`` (e.g. Azure's ``api-key``).
+    both), ``fallback_urls`` tried in order when connecting fails, ``api_key`` (text, or a
+    sync/async function returning it; default ``OPENAI_API_KEY``; never logged or shown), extra
+    ``headers`` (e.g. Azure's ``api-key``).
 
     What to ask for: ``agent`` (instructions, voice, tools) over ``config`` (a
     :class:`~voxwire.protocol.SessionConfig` or a mapping in GA, legacy or camelCase shape).
@@ -138,6 +140,7 @@ class RealtimeSession:
         call_id: str | None = None,
         api_key: ApiKeySource | None = None,
         headers: Mapping[str, str] | None = None,
+        fallback_urls: Sequence[str] = (),
         config: SessionConfig | Mapping[str, Any] | None = None,
         wait_for_session_updated: bool = False,
         audio_output: PlaybackClock | None = None,
@@ -154,7 +157,10 @@ class RealtimeSession:
         # Everything here is checked and stored; nothing is opened, read or started.
         if agent is not None and not isinstance(agent, RealtimeAgent):
             raise ConfigurationError(f"agent={agent!r} is invalid: expected a RealtimeAgent")
-        self._url = build_url(url, model=model, call_id=call_id)
+        self._url = self._primary_url = build_url(url, model=model, call_id=call_id)
+        self._fallback_urls = tuple(
+            build_url(other, model=model, call_id=call_id) for other in fallback_urls
+        )
         if api_key is not None and not (isinstance(api_key, str) or callable(api_key)):
             raise ConfigurationError(
                 "api_key is invalid: expected the key as text or a function returning it"
@@ -220,7 +226,8 @@ class RealtimeSession:
 
     @property
     def url(self) -> str:
-        """The URL connected to (it holds no credentials)."""
+        """The URL connected to (the first that worked, once connected; it holds no
+        credentials)."""
         return self._url
 
     @property
@@ -298,28 +305,42 @@ class RealtimeSession:
         self._state = SessionState.OPEN
 
     async def _open(self) -> None:
-        key = await resolve_api_key(self._api_key, url=self._url)
+        # The hosted service refuses connections without a key: say so before trying. (A custom
+        # connector — a test double, a proxy — decides for itself.)
+        required = is_hosted(self._url) and self._connector is connect_websocket
+        key = await resolve_api_key(self._api_key, required=required)
         self._check_close_requested()
-        request = ConnectRequest(
-            url=self._url,
-            headers=build_headers(key, self._headers),
-            open_timeout_s=self._open_timeout_s,
-            close_timeout_s=self._close_timeout_s,
-            ping_interval_s=self._ping_interval_s,
-            ping_timeout_s=self._ping_timeout_s,
-            max_message_bytes=self._max_message_bytes,
-        )
+        headers = build_headers(key, self._headers)
         del key
-        try:
-            transport = await asyncio.wait_for(self._connector(request), self._open_timeout_s)
-        except (TimeoutError, asyncio.TimeoutError) as exc:  # distinct types before 3.11
+        failures: list[ConnectionFailed] = []
+        for url in (self._primary_url, *self._fallback_urls):
+            request = ConnectRequest(
+                url=url,
+                headers=headers,
+                open_timeout_s=self._open_timeout_s,
+                close_timeout_s=self._close_timeout_s,
+                ping_interval_s=self._ping_interval_s,
+                ping_timeout_s=self._ping_timeout_s,
+                max_message_bytes=self._max_message_bytes,
+            )
+            try:
+                transport = await self._connect_one(request)
+            except ConnectionFailed as exc:
+                failures.append(exc)
+                self._check_close_requested()
+                continue
+            self._url = url
+            break
+        else:
+            if len(failures) == 1:
+                raise failures[0]
             raise ConnectionFailed(
-                f"connecting to {self._url} timed out after {self._open_timeout_s} s"
-            ) from exc
+                "every endpoint failed: " + "; ".join(str(f) for f in failures)
+            ) from failures[-1]
         self._transport = transport
         self._check_close_requested()
         self._receive_task = asyncio.create_task(
-            self._receive_loop(transport), name="voxwire-session-receive"
+            self._receive_loop(transport), name="voxwire-client-receive"
         )
         instructions = await resolve_instructions(self._agent) if self._agent else None
         config = agent_session_config(self._base_config, self._agent, instructions=instructions)
@@ -336,6 +357,14 @@ class RealtimeSession:
         self._check_close_requested()
         if self._close_event is not None:
             raise SessionClosed(f"the connection ended while connecting: {self._describe_close()}")
+
+    async def _connect_one(self, request: ConnectRequest) -> Transport:
+        try:
+            return await asyncio.wait_for(self._connector(request), self._open_timeout_s)
+        except (TimeoutError, asyncio.TimeoutError) as exc:  # distinct types before 3.11
+            raise ConnectionFailed(
+                f"connecting to {request.url} timed out after {self._open_timeout_s} s"
+            ) from exc
 
     def _check_close_requested(self) -> None:
         if self._close_requested:
@@ -361,7 +390,7 @@ class RealtimeSession:
                 self._state = SessionState.CLOSING
             self._shutdown_task = asyncio.create_task(
                 self._shutdown(ev.CloseEvent(reason="client_closed")),
-                name="voxwire-session-close",
+                name="voxwire-client-close",
             )
         await asyncio.shield(self._shutdown_task)
 
