@@ -18,9 +18,9 @@ def test_quickstart_completes_a_spoken_turn(tmp_path: Path) -> None:
         timeout=120,
     )
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "speech_started" in p.stdout
-    assert "speech_stopped" in p.stdout
-    assert "response.done (completed)" in p.stdout
+    assert "user speaking" in p.stdout  # server VAD heard the start of speech
+    assert "user listening" in p.stdout  # ... and its end, which committed the turn
+    assert "response done (completed)" in p.stdout
     assert "assistant said:" in p.stdout
     reply = read_wav(out)
     assert reply.rate_hz == 24000

@@ -3,8 +3,8 @@
 What happens, all on this machine: the local server starts on a free loopback port; a user
 utterance is synthesised (espeak-ng) and streamed to it as 20 ms PCM16 chunks at 24 kHz; the
 server's VAD detects the turn, commits it and answers with speech; the reply's audio is written
-to a WAV file and the turn's timeline is printed. The client side is the sans-I/O protocol core
-(``voxwire.protocol.RealtimeProtocol``) pumped over a websocket.
+to a WAV file and the turn's timeline is printed. The client side is ``RealtimeSession``, the
+same session an application uses against the hosted service.
 """
 
 from __future__ import annotations
@@ -15,11 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import websockets
 
+from voxwire.agents import RealtimeAgent
+from voxwire.asyncio import RealtimeSession
+from voxwire.asyncio.events import (
+    AssistantTranscriptDoneEvent,
+    AudioEvent,
+    ResponseDoneEvent,
+    ResponseStartedEvent,
+    UserStateChangedEvent,
+)
 from voxwire.audio import Resampler, write_wav
-from voxwire.protocol import RealtimeProtocol
-from voxwire.protocol import server_events as se
 from voxwire.server import Pacing, RealtimeServer, Scenario
 from voxwire.server.tts import EspeakEngine
 
@@ -59,73 +65,53 @@ async def run_turn(pace: float = 4.0) -> TurnResult:
     result = TurnResult()
     scenario = Scenario.from_mapping({"rules": [], "fallback": REPLY})
     async with RealtimeServer(scenario=scenario, pacing=Pacing(audio_pace=pace)) as server:
-        protocol = RealtimeProtocol()
         t0 = time.perf_counter()
 
         def note(what: str) -> None:
             result.timeline.append((time.perf_counter() - t0, what))
 
-        async with websockets.connect(server.url("gpt-realtime")) as ws:
+        # A pause between the user's words must not end the turn early.
+        config = {
+            "audio": {
+                "input": {"turn_detection": {"type": "server_vad", "silence_duration_ms": 600}}
+            }
+        }
+        session = RealtimeSession(
+            RealtimeAgent(name="quickstart", instructions="Answer briefly."),
+            url=server.url("gpt-realtime"),
+            config=config,
+            wait_for_session_updated=True,
+        )
+        async with session:
+            note("session connected and configured")
 
-            async def flush() -> None:
-                for frame in protocol.data_to_send():
-                    await ws.send(frame)
-
-            async def sender() -> None:
+            async def speak() -> None:
                 audio = user_utterance()
                 note(f"streaming {len(audio) / RATE_HZ:.2f} s of user speech in 20 ms chunks")
                 for i in range(0, len(audio), CHUNK_SAMPLES):
-                    protocol.send_input_audio(audio[i : i + CHUNK_SAMPLES].astype("<i2").tobytes())
-                    await flush()
+                    await session.send_audio(audio[i : i + CHUNK_SAMPLES])
                     await asyncio.sleep(0.02 / pace)
 
-            send_task: asyncio.Task[None] | None = None
+            speaker = asyncio.create_task(speak())
             try:
-                async for frame in ws:
-                    protocol.receive_text(frame)
-                    for event in protocol.events_received():
-                        if isinstance(event, se.SessionCreated):
-                            note("session.created")
-                            # A pause between the user's words must not end the turn early.
-                            protocol.send_session_update(
-                                {
-                                    "type": "realtime",
-                                    "audio": {
-                                        "input": {
-                                            "turn_detection": {
-                                                "type": "server_vad",
-                                                "silence_duration_ms": 600,
-                                            }
-                                        }
-                                    },
-                                }
-                            )
-                        elif isinstance(event, se.SessionUpdated) and send_task is None:
-                            note("session.updated")
-                            send_task = asyncio.create_task(sender())
-                        elif isinstance(event, se.InputAudioBufferSpeechStarted):
-                            note(f"speech_started at {event.audio_start_ms} ms of input")
-                        elif isinstance(event, se.InputAudioBufferSpeechStopped):
-                            note(f"speech_stopped at {event.audio_end_ms} ms of input")
-                        elif isinstance(event, se.InputAudioBufferCommitted):
-                            note("input committed")
-                        elif isinstance(event, se.ResponseCreated):
-                            note("response.created")
-                        elif isinstance(event, se.ResponseOutputAudioDelta):
-                            if not result.reply_pcm:
-                                note("first audio delta")
-                            result.reply_pcm.append(event.delta)
-                        elif isinstance(event, se.ResponseOutputAudioTranscriptDone):
-                            result.transcript = event.transcript
-                        elif isinstance(event, se.ResponseDone):
-                            result.status = event.response.status or ""
-                            note(f"response.done ({result.status})")
-                            return result
-                    await flush()
+                async for event in session:
+                    if isinstance(event, UserStateChangedEvent):
+                        note(f"user {event.new_state}")
+                    elif isinstance(event, ResponseStartedEvent):
+                        note("response started")
+                    elif isinstance(event, AudioEvent):
+                        if not result.reply_pcm:
+                            note("first reply audio")
+                        result.reply_pcm.append(event.pcm)
+                    elif isinstance(event, AssistantTranscriptDoneEvent):
+                        result.transcript = event.transcript
+                    elif isinstance(event, ResponseDoneEvent):
+                        result.status = event.status or ""
+                        note(f"response done ({result.status})")
+                        break
             finally:
-                if send_task is not None:
-                    send_task.cancel()
-                    await asyncio.gather(send_task, return_exceptions=True)
+                speaker.cancel()
+                await asyncio.gather(speaker, return_exceptions=True)
     return result
 
 
