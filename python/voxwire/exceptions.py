@@ -5,7 +5,12 @@
     VoxwireError                 base of everything voxwire raises on purpose
      ├── ConfigurationError      bad parameters given by the caller (also a ValueError)
      │    └── HistoryError       a desired conversation history that cannot be reached
-     └── InvalidState            an operation that the current state does not allow
+     ├── InvalidState            an operation that the current state does not allow
+     │    └── SessionClosed      the session is closed (or closed while the call waited)
+     └── ConnectionFailed        a connection could not be opened (also a ConnectionError)
+
+Misbehaviour of a peer after a connection is open is never raised: the session turns it into an
+``error`` event, and the end of the connection into a ``close`` event.
 
 Audio parameters that are wrong (an unsupported rate, a wrong dtype, an odd byte count) raise the
 built-in ``ValueError`` / ``TypeError`` straight from the Rust core, naming the bad value and what
@@ -30,3 +35,12 @@ class InvalidState(VoxwireError):
 class HistoryError(ConfigurationError):
     """The desired history cannot be reached with delete/create events; the message says which
     item is the problem and what to use instead."""
+
+
+class SessionClosed(InvalidState):
+    """The session is closed: nothing more can be sent. Iterate it to see why (``close``)."""
+
+
+class ConnectionFailed(VoxwireError, ConnectionError):
+    """Opening the connection failed (refused, handshake rejected, timed out); the message says
+    which endpoint and why, and ``__cause__`` holds the underlying error."""
