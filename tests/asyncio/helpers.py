@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from websockets.asyncio.server import ServerConnection, serve
 
 from voxwire.asyncio import RealtimeSession, SessionEvent
+from voxwire.asyncio.events import ResponseDoneEvent
 from voxwire.server import Pacing, RealtimeServer, Scenario
 
 T = TypeVar("T")
@@ -153,3 +154,18 @@ async def poll(condition: Callable[[], bool], *, timeout_s: float = 10.0) -> Non
             return
         await asyncio.sleep(0.005)
     raise AssertionError(f"timed out after {timeout_s} s waiting for {condition}")
+
+
+def all_done(session: RealtimeSession) -> bool:
+    """No response in progress, none requested, none held."""
+    protocol = session.protocol
+    return protocol.can_create_response and protocol.held_response_creates == 0
+
+
+async def settle(session: RealtimeSession, *, timeout_s: float = 15.0) -> list[SessionEvent]:
+    """Events until every response the session asked for has run."""
+    return await until(
+        session,
+        lambda e: isinstance(e, ResponseDoneEvent) and all_done(session),
+        timeout_s=timeout_s,
+    )

@@ -40,31 +40,20 @@ from voxwire.protocol import function_call_output as output_item
 from .helpers import (
     MANUAL,
     SLOW,
+    all_done,
     drain,
     peer,
     poll,
     run,
     serving,
     session_created,
+    settle,
     speech_pcm,
     until,
 )
 
 RATE_HZ = 24_000
 CHUNK_BYTES = RATE_HZ // 10 * 2  # 100 ms
-
-
-def all_done(session: RealtimeSession) -> bool:
-    protocol = session.protocol
-    return protocol.can_create_response and protocol.held_response_creates == 0
-
-
-async def settle(session: RealtimeSession, *, timeout_s: float = 15.0) -> list[SessionEvent]:
-    return await until(
-        session,
-        lambda e: isinstance(e, ResponseDoneEvent) and all_done(session),
-        timeout_s=timeout_s,
-    )
 
 
 def states(events: list[SessionEvent]) -> list[str]:

@@ -16,7 +16,6 @@ from voxwire.asyncio import (
     RealtimeSession,
     ResponseDoneEvent,
     ResponseStartedEvent,
-    SessionEvent,
 )
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import (
@@ -25,24 +24,9 @@ from voxwire.protocol import (
     user_message,
 )
 
-from .helpers import MANUAL, SLOW, run, serving, until
+from .helpers import MANUAL, SLOW, run, serving, settle, until
 
 RATE_HZ = 24_000
-
-
-def all_done(session: RealtimeSession) -> bool:
-    """No response in progress, none requested, none held."""
-    protocol = session.protocol
-    return protocol.can_create_response and protocol.held_response_creates == 0
-
-
-async def settle(session: RealtimeSession, *, timeout_s: float = 15.0) -> list[SessionEvent]:
-    """Events until every response the session asked for has run."""
-    return await until(
-        session,
-        lambda e: isinstance(e, ResponseDoneEvent) and all_done(session),
-        timeout_s=timeout_s,
-    )
 
 
 def test_text_turn() -> None:
