@@ -3,7 +3,7 @@
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use voxwire_audio::{Quality, Resampler as CoreResampler};
+use voxwire_audio::{Pcm, Quality, Resampler as CoreResampler};
 
 use crate::{errors, pcm::with_pcm};
 
@@ -148,10 +148,19 @@ fn to_mono<'py>(
 ) -> PyResult<Bound<'py, PyArray1<i16>>> {
     let channels = usize::try_from(channels).unwrap_or(0);
     with_pcm(pcm, |input| {
-        let mut samples = vec![0i16; input.len()];
-        input.copy_to(0, &mut samples);
+        // Native samples are mixed in place; only little-endian bytes need converting first.
+        let converted;
+        let samples: &[i16] = match input {
+            Pcm::Samples(s) => s,
+            Pcm::LeBytes(_) => {
+                let mut v = vec![0i16; input.len()];
+                input.copy_to(0, &mut v);
+                converted = v;
+                &converted
+            }
+        };
         let mut out = vec![0i16; input.len() / channels.max(1)];
-        let n = voxwire_audio::to_mono(&samples, channels, &mut out).map_err(errors::mix)?;
+        let n = voxwire_audio::to_mono(samples, channels, &mut out).map_err(errors::mix)?;
         out.truncate(n);
         Ok(PyArray1::from_vec(py, out))
     })
