@@ -269,8 +269,9 @@ def test_interrupted_text_done_events_do_not_overwrite() -> None:
 
 
 def test_beta_flag_selects_the_beta_decoder() -> None:
-    assert RealtimeProtocol(beta=True).beta
-    assert not RealtimeProtocol().beta
+    assert RealtimeProtocol(beta=True).beta is True
+    assert RealtimeProtocol(beta=False).beta is False
+    assert RealtimeProtocol().beta is None  # auto: decided by the first telling frame
 
 
 # --- property: no frame sequence makes the receive path raise -------------------------------------

@@ -15,6 +15,7 @@ from voxwire.protocol.audio_ledger import (
 )
 from voxwire.protocol.beta import (
     BETA_EVENT_TYPES,
+    beta_dialect,
     decode_beta_server_event,
 )
 from voxwire.protocol.client_events import (
@@ -40,7 +41,10 @@ from voxwire.protocol.codec import (
     decode_server_event,
     encode_event,
     parse_object,
+    raw_fields,
+    salvage_response,
     server_event_from_mapping,
+    unknown_fields,
 )
 from voxwire.protocol.config import (
     PCM16,
@@ -362,6 +366,7 @@ __all__ = [
     "Usage",
     "VoiceId",
     "assistant_message",
+    "beta_dialect",
     "bytes_to_samples",
     "check_item_for_create",
     "decode_beta_server_event",
@@ -374,8 +379,11 @@ __all__ = [
     "parse_object",
     "plan_history",
     "plan_interruption",
+    "raw_fields",
+    "salvage_response",
     "samples_to_ms",
     "server_event_from_mapping",
     "system_message",
+    "unknown_fields",
     "user_message",
 ]

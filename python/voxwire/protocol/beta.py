@@ -20,6 +20,12 @@ flat session fields                         nested GA session (see ``_normalize`
 
 Content parts in ``response.content_part.*`` are ``audio`` / ``text`` in both protocols.
 
+Which protocol a server speaks can be told from its first frames (:func:`beta_dialect`): the
+session object of ``session.created`` is nested with a ``type`` in GA and flat in beta, a
+response object has ``output_modalities`` in GA and ``modalities`` in beta, and some event names
+exist only in beta. ``RealtimeProtocol(beta="auto")`` (the default) decides on the first such
+frame and then stays on the chosen decoder.
+
 GA's ``conversation.item.done`` arrives when an item is final. A beta server announced an item
 once; a completed one (a committed user turn, a created message) is therefore also announced as
 done, while an in-progress assistant item is completed later by ``response.output_item.done``.
@@ -27,6 +33,7 @@ done, while an in-progress assistant item is completed later by ``response.outpu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from voxwire.protocol._normalize import legacy_format
@@ -38,7 +45,13 @@ from voxwire.protocol.server_events import (
     ReceivedEvent,
 )
 
-__all__ = ["BETA_EVENT_TYPES", "decode_beta_server_event"]
+__all__ = [
+    "BETA_EVENT_TYPES",
+    "BETA_ONLY_TYPES",
+    "beta_dialect",
+    "decode_beta_server_event",
+    "decode_beta_server_mapping",
+]
 
 #: Beta server event ``type`` -> GA ``type``, where they differ.
 BETA_EVENT_TYPES: Final = {
@@ -60,6 +73,11 @@ def decode_beta_server_event(data: str | bytes) -> list[ReceivedEvent]:
     raw = parse_object(data)
     if isinstance(raw, ProtocolErrorEvent):
         return [raw]
+    return decode_beta_server_mapping(raw)
+
+
+def decode_beta_server_mapping(raw: dict[str, Any]) -> list[ReceivedEvent]:
+    """:func:`decode_beta_server_event` for a frame already parsed (``raw`` is changed)."""
     kind = raw.get("type")
     if isinstance(kind, str) and kind in BETA_EVENT_TYPES:
         raw["type"] = BETA_EVENT_TYPES[kind]
@@ -77,6 +95,33 @@ def decode_beta_server_event(data: str | bytes) -> list[ReceivedEvent]:
         )
         return [event, done]
     return [event]
+
+
+#: Event names only a beta server sends (``conversation.item.created`` is in both unions).
+BETA_ONLY_TYPES: Final = frozenset(BETA_EVENT_TYPES) - {"conversation.item.created"}
+
+
+def beta_dialect(raw: Mapping[str, Any]) -> bool | None:
+    """``True`` if this frame shows a beta server, ``False`` if it shows a GA server, ``None``
+    if it could be either."""
+    kind = raw.get("type")
+    if kind in BETA_ONLY_TYPES:
+        return True
+    if kind in ("session.created", "session.updated"):
+        session = raw.get("session")
+        if isinstance(session, dict):
+            if "type" in session or "audio" in session or "output_modalities" in session:
+                return False
+            if "modalities" in session or "input_audio_format" in session:
+                return True
+    elif kind in ("response.created", "response.done"):
+        response = raw.get("response")
+        if isinstance(response, dict):
+            if "output_modalities" in response:
+                return False
+            if "modalities" in response:
+                return True
+    return None
 
 
 def _ga_response(response: dict[str, Any]) -> dict[str, Any]:

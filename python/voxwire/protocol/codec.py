@@ -19,6 +19,11 @@ Receiving never raises. A frame becomes, in this order of preference:
 Session objects are decoded as mappings first and normalised by
 :meth:`SessionConfig.from_wire <voxwire.protocol.config.SessionConfig.from_wire>`, which keeps the
 fields the SDK does not model (``object``, ``id``, ``expires_at`` …).
+
+Unknown fields are kept, as the official (pydantic, ``extra="allow"``) types keep them, but
+without paying for them on every frame: a typed event holds a reference to the frame it was
+decoded from (one dictionary store, no copy), and :func:`unknown_fields` / :func:`raw_fields`
+read it again only when asked. Events this process builds itself have no frame.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from msgspec import Struct
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.client_events import CLIENT_EVENT_TYPES, ClientEvent, SessionUpdate
 from voxwire.protocol.config import SessionConfig
+from voxwire.protocol.items import Item
+from voxwire.protocol.objects import Response
 from voxwire.protocol.server_events import (
     SERVER_EVENT_TYPES,
     ProtocolErrorEvent,
@@ -48,7 +55,10 @@ __all__ = [
     "decode_server_event",
     "encode_event",
     "parse_object",
+    "raw_fields",
+    "salvage_response",
     "server_event_from_mapping",
+    "unknown_fields",
 ]
 
 #: Session fields only a server sets; a ``session.update`` must not echo them back (the GA
@@ -102,6 +112,9 @@ _encoder: Final = msgspec.json.Encoder()
 
 _EXCERPT_CHARS: Final = 80
 
+# Where a typed event keeps the frame (text, bytes or mapping) it was decoded from.
+_SOURCE: Final = "_voxwire_source"
+
 
 # --- receiving ------------------------------------------------------------------------------------
 
@@ -114,7 +127,10 @@ def decode_server_event(data: str | bytes) -> ReceivedEvent:
         return _decode_slowly(data)
     # A set lookup on the exact type: this runs for every audio delta.
     if type(event) in _SESSION_WIRE_TYPES:
-        return _publish_session(event)
+        event = _publish_session(event)
+        if isinstance(event, ProtocolErrorEvent):
+            return event
+    event.__dict__[_SOURCE] = data if not isinstance(data, bytearray) else bytes(data)
     result: ServerEvent = event
     return result
 
@@ -140,9 +156,102 @@ def server_event_from_mapping(raw: Mapping[str, Any]) -> ReceivedEvent:
             # Report what is still wrong once the known deviation is out of the way.
             return _invalid(kind, raw, repaired_exc)
     if type(event) in _SESSION_WIRE_TYPES:
-        return _publish_session(event)
+        event = _publish_session(event)
+        if isinstance(event, ProtocolErrorEvent):
+            return event
+    event.__dict__[_SOURCE] = raw
     result: ServerEvent = event
     return result
+
+
+def raw_fields(event: ReceivedEvent) -> dict[str, Any] | None:
+    """The whole mapping an event was decoded from (a fresh copy each call), including the
+    fields this SDK does not model; ``None`` for an event built in this process."""
+    if isinstance(event, UnknownServerEvent):
+        return copy.deepcopy(event.raw)
+    if isinstance(event, ProtocolErrorEvent):
+        return copy.deepcopy(event.raw) if event.raw is not None else None
+    source = event.__dict__.get(_SOURCE)
+    if source is None:
+        return None
+    if isinstance(source, (str, bytes)):
+        raw = parse_object(source)
+        # The frame decoded once already, so it is an object; the check keeps mypy honest.
+        return raw if not isinstance(raw, ProtocolErrorEvent) else None
+    return copy.deepcopy(dict(source))
+
+
+def unknown_fields(event: ReceivedEvent) -> dict[str, Any]:
+    """The fields of a received event that this SDK does not model, by JSON path.
+
+    For example ``{"response.output[0].new_flag": True}`` for a ``response.done`` whose first
+    output item carries a field added to the protocol after this release. Empty when nothing
+    was unknown (or the event was built in this process). A session object's unmodelled fields
+    are listed too (they also stay in :attr:`SessionConfig.extra`), except the ones every
+    server sends and the official session type models (``object``, ``id``, ``expires_at``,
+    ``client_secret``). For an :class:`UnknownServerEvent` every field but ``type`` and
+    ``event_id`` is unknown; a :class:`ProtocolErrorEvent` has none (its ``raw`` holds all).
+    """
+    raw = raw_fields(event)
+    if raw is None or isinstance(event, ProtocolErrorEvent):
+        return {}
+    if isinstance(event, UnknownServerEvent):
+        return {key: value for key, value in raw.items() if key not in ("type", "event_id")}
+    found: dict[str, Any] = {}
+    _collect_unknown(event, raw, "", found)
+    return found
+
+
+def _collect_unknown(value: object, raw: object, path: str, found: dict[str, Any]) -> None:
+    if isinstance(value, SessionConfig):
+        for key, extra in value.extra.items():
+            if key not in SERVER_ONLY_SESSION_FIELDS:
+                found[f"{path}.{key}"] = extra
+    elif isinstance(value, Struct) and isinstance(raw, dict):
+        attributes = dict(zip(value.__struct_encode_fields__, value.__struct_fields__, strict=True))
+        tag_field = value.__struct_config__.tag_field
+        for key, child in raw.items():
+            where = f"{path}.{key}" if path else key
+            attribute = attributes.get(key)
+            if attribute is not None:
+                _collect_unknown(getattr(value, attribute), child, where, found)
+            elif key != tag_field:
+                found[where] = child
+    elif isinstance(value, list) and isinstance(raw, list):
+        for index, (element, child) in enumerate(zip(value, raw, strict=False)):
+            _collect_unknown(element, child, f"{path}[{index}]", found)
+
+
+def salvage_response(raw: Mapping[str, Any]) -> Response | None:
+    """What can be read of a response object that failed validation as a whole: each field
+    converted on its own (and each output item), the unreadable ones left unset. ``None``
+    without a string ``id``. Used so a damaged ``response.done`` still ends its response
+    with the status and usage it reports."""
+    response_id = raw.get("id")
+    if not isinstance(response_id, str):
+        return None
+    readable: dict[str, Any] = {}
+    for name in Response.__struct_fields__:
+        if name not in raw:
+            continue
+        if name == "output" and isinstance(raw[name], list):
+            readable[name] = [
+                item for item in (_convert_or_none(x, Item) for x in raw[name]) if item is not None
+            ]
+            continue
+        try:
+            msgspec.convert({name: raw[name]}, Response)
+        except msgspec.ValidationError:
+            continue
+        readable[name] = raw[name]
+    return msgspec.convert(readable, Response)
+
+
+def _convert_or_none(raw: object, kind: Any) -> Any:
+    try:
+        return msgspec.convert(raw, kind)
+    except msgspec.ValidationError:
+        return None
 
 
 def decode_client_event(data: str | bytes) -> ClientEvent | ProtocolErrorEvent:

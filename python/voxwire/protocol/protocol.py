@@ -23,14 +23,19 @@ Client requests are remembered as pending until the server answers them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar, get_args
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
 from voxwire.exceptions import InvalidState
 from voxwire.protocol import server_events as se
 from voxwire.protocol.audio_ledger import AudioLedger, SegmentKey
-from voxwire.protocol.beta import decode_beta_server_event
+from voxwire.protocol.beta import (
+    BETA_ONLY_TYPES,
+    beta_dialect,
+    decode_beta_server_event,
+    decode_beta_server_mapping,
+)
 from voxwire.protocol.client_events import (
     ClientEvent,
     ConversationItemCreate,
@@ -46,7 +51,12 @@ from voxwire.protocol.client_events import (
     ResponseCreateParams,
     SessionUpdate,
 )
-from voxwire.protocol.codec import decode_server_event, encode_event
+from voxwire.protocol.codec import (
+    decode_server_event,
+    encode_event,
+    raw_fields,
+    salvage_response,
+)
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.conversation import ConversationState
 from voxwire.protocol.gate import NOTHING, GateState, ResponseGate
@@ -54,7 +64,7 @@ from voxwire.protocol.history import plan_history
 from voxwire.protocol.ids import CounterIds, IdFactory
 from voxwire.protocol.interruption import plan_interruption
 from voxwire.protocol.items import Item
-from voxwire.protocol.objects import Response, ResponseStatus
+from voxwire.protocol.objects import Response
 from voxwire.protocol.responses import ResponseRecord, ResponseRecords
 from voxwire.protocol.server_events import ReceivedEvent
 from voxwire.protocol.units import PCM16_24K, SampleFormat
@@ -62,18 +72,40 @@ from voxwire.protocol.units import PCM16_24K, SampleFormat
 __all__ = ["RealtimeProtocol"]
 
 _E = TypeVar("_E", bound=ClientEvent)
-_RESPONSE_STATUSES = frozenset(get_args(ResponseStatus))
+
+# Frames that can show which protocol a server speaks (see beta.beta_dialect); a beta-only
+# event name arrives as an UnknownServerEvent on the GA path.
+_TELLING_EVENTS = (
+    se.SessionCreated,
+    se.SessionUpdated,
+    se.ResponseCreated,
+    se.ResponseDone,
+    se.UnknownServerEvent,
+)
+_TELLING_TYPES = frozenset(
+    {"session.created", "session.updated", "response.created", "response.done", *BETA_ONLY_TYPES}
+)
 
 
 class RealtimeProtocol:
-    """Client-side Realtime protocol state machine (GA events; beta servers with ``beta=True``).
+    """Client-side Realtime protocol state machine (GA events).
 
+    ``beta``: ``"auto"`` (default) tells a beta server from a GA one by its first frames and maps
+    beta names to GA events if needed (frames are read as mappings until it knows, then GA
+    frames take the fast typed path); ``True`` / ``False`` fix the choice from the start.
     ``ids`` makes the ``event_id`` of every client event and the ids of client-created items;
     the default counts deterministically (``vx_evt_1``, ``vx_item_1`` …).
     """
 
-    def __init__(self, *, beta: bool = False, ids: IdFactory | None = None) -> None:
-        self._beta = beta
+    def __init__(
+        self, *, beta: bool | Literal["auto"] = "auto", ids: IdFactory | None = None
+    ) -> None:
+        if beta not in (True, False, "auto"):
+            raise ValueError(
+                f"RealtimeProtocol beta={beta!r} is invalid: expected True, False or 'auto'"
+            )
+        # None: not known yet (auto).
+        self._beta: bool | None = None if beta == "auto" else bool(beta)
         self._ids: IdFactory = ids if ids is not None else CounterIds()
         self._received: list[ReceivedEvent] = []
         self._outgoing: list[str] = []
@@ -90,8 +122,9 @@ class RealtimeProtocol:
     # --- state ------------------------------------------------------------------------------------
 
     @property
-    def beta(self) -> bool:
-        """Beta event names are understood and mapped to GA events."""
+    def beta(self) -> bool | None:
+        """``True``: the server speaks beta names, mapped to GA events; ``False``: GA;
+        ``None``: not known yet (``beta="auto"`` before the first telling frame)."""
         return self._beta
 
     @property
@@ -150,11 +183,29 @@ class RealtimeProtocol:
 
     def receive_text(self, data: str | bytes) -> None:
         """Take one text frame from the server. Never raises."""
-        events = decode_beta_server_event(data) if self._beta else [decode_server_event(data)]
+        if self._beta is None:
+            events = self._receive_undecided(data)
+        elif self._beta:
+            events = decode_beta_server_event(data)
+        else:
+            events = [decode_server_event(data)]
         for event in events:
             handler = _HANDLERS.get(type(event))
             if handler is None or handler(self, event):
                 self._received.append(event)
+
+    def _receive_undecided(self, data: str | bytes) -> list[ReceivedEvent]:
+        # The fast GA path first: frames that cannot tell the protocols apart (audio deltas of a
+        # session joined late, say) cost what they cost in GA mode.
+        event = decode_server_event(data)
+        telling = isinstance(event, _TELLING_EVENTS) or (
+            isinstance(event, se.ProtocolErrorEvent) and event.event_type in _TELLING_TYPES
+        )
+        raw = raw_fields(event) if telling else None
+        if raw is None:
+            return [event]
+        self._beta = beta_dialect(raw)
+        return decode_beta_server_mapping(raw) if self._beta else [event]
 
     def events_received(self) -> list[ReceivedEvent]:
         """The events received since the last call, in order (deltas of interrupted responses
@@ -465,16 +516,11 @@ class RealtimeProtocol:
         """Leave the state alone — except that a ``response.done`` too broken to read still ends
         its response, or the gate would wait for it forever."""
         if event.event_type == "response.done" and event.raw is not None:
-            response = event.raw.get("response")
-            response_id = response.get("id") if isinstance(response, dict) else None
-            if isinstance(response_id, str) and isinstance(response, dict):
-                status = response.get("status")
-                self._finish_response(
-                    response_id,
-                    Response(
-                        id=response_id, status=status if status in _RESPONSE_STATUSES else None
-                    ),
-                )
+            raw_response = event.raw.get("response")
+            # Keep what can be read of it (status, usage, intact output items).
+            response = salvage_response(raw_response) if isinstance(raw_response, dict) else None
+            if response is not None and response.id is not None:
+                self._finish_response(response.id, response)
         return True
 
 

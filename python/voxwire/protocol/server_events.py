@@ -2,9 +2,11 @@
 
 Each class is named after its wire ``type`` and holds the fields of the GA reference
 (``openai.types.realtime.RealtimeServerEvent``). Real GA traffic also carries
-``obfuscation`` on delta events (padding against length side channels); it is kept where it
-appears. Unknown fields are accepted and ignored, except in session objects, which keep them
-(:attr:`SessionConfig.extra <voxwire.protocol.config.SessionConfig.extra>`).
+``obfuscation`` on delta events (padding against length side channels); it is modelled where
+it appears. Unknown fields are accepted and kept, as the official types keep them: a decoded
+event holds on to its frame, and :func:`~voxwire.protocol.codec.unknown_fields` /
+:func:`~voxwire.protocol.codec.raw_fields` read them from it when asked (session objects also
+keep theirs in :attr:`SessionConfig.extra <voxwire.protocol.config.SessionConfig.extra>`).
 
 Audio deltas hold ``bytes``: the base64 text of the wire is decoded while parsing.
 
@@ -90,9 +92,14 @@ __all__ = [
 
 
 class _ServerEvent(
-    Struct, tag_field="type", kw_only=True, frozen=True, gc=False, omit_defaults=True
+    Struct, tag_field="type", kw_only=True, frozen=True, dict=True, omit_defaults=True
 ):
-    """Base of the typed server events: immutable, told apart by ``type``."""
+    """Base of the typed server events: immutable, told apart by ``type``.
+
+    ``dict=True`` gives each event a ``__dict__`` beside its fields, where the decoder keeps the
+    frame it came from; :func:`~voxwire.protocol.codec.unknown_fields` reads the fields this
+    SDK does not model from it, on demand. The frame is never encoded (only fields are).
+    """
 
     @property
     def type(self) -> str:
