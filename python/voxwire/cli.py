@@ -101,7 +101,8 @@ def _quickstart(args: argparse.Namespace) -> int:
 
     from voxwire import quickstart
 
-    return quickstart.main(Path(args.out), args.pace)
+    wav = Path(args.wav) if args.wav else None
+    return quickstart.main(Path(args.out), args.pace, wav=wav, url=args.url)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -134,6 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
     qs = sub.add_parser("quickstart", help="one offline spoken turn against the local server")
     qs.add_argument("--out", default="quickstart-reply.wav", help="where to write the reply")
     qs.add_argument("--pace", type=float, default=4.0, help="audio speed, x real time")
+    qs.add_argument("--wav", help="the user's question as a 16-bit WAV (default: synthesised)")
+    qs.add_argument(
+        "--url",
+        help="talk to this Realtime endpoint (ws://... or wss://...) instead of a local server "
+        "started in-process; OPENAI_API_KEY is used if set",
+    )
     qs.set_defaults(func=_quickstart)
     return p
 

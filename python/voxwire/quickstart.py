@@ -1,33 +1,40 @@
-"""``voxwire quickstart``: one offline spoken turn against the local realtime server.
+"""``voxwire quickstart``: one spoken turn with a voice agent, offline by default.
 
-What happens, all on this machine: the local server starts on a free loopback port; a user
-utterance is synthesised (espeak-ng) and streamed to it as 20 ms PCM16 chunks at 24 kHz; the
-server's VAD detects the turn, commits it and answers with speech; the reply's audio is written
-to a WAV file and the turn's timeline is printed. The client side is ``RealtimeSession``, the
-same session an application uses against the hosted service.
+What happens: the local realtime server starts on a free loopback port (or, with ``--url``, an
+external Realtime endpoint is used instead: a separate ``voxwire serve`` or any compatible
+service); the user's question — a WAV file given with ``--wav`` (any rate, mixed down to mono and
+resampled to 24 kHz by the Rust core) or one synthesised with the server's own voice — is streamed
+to it as 20 ms PCM16 chunks; the server's VAD detects the turn, commits it and answers with
+speech. The session events and transcripts are printed as they happen, and the reply's audio is
+written to a WAV file. The client side is ``RealtimeSession``, the same session an application
+uses against the hosted service.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from voxwire.agents import RealtimeAgent
 from voxwire.asyncio import RealtimeSession
 from voxwire.asyncio.events import (
     AssistantTranscriptDoneEvent,
     AudioEvent,
+    CloseEvent,
+    ErrorEvent,
     ResponseDoneEvent,
     ResponseStartedEvent,
+    UserInputTranscribedEvent,
     UserStateChangedEvent,
 )
-from voxwire.audio import Resampler, write_wav
-from voxwire.server import Pacing, RealtimeServer, Scenario
-from voxwire.server.tts import EspeakEngine
+from voxwire.audio import Resampler, read_wav, write_wav
 
 USER_TEXT = "Hello there. Can you hear me?"
 REPLY = (
@@ -51,24 +58,62 @@ class TurnResult:
         return sum(len(b) for b in self.reply_pcm) // 2
 
 
-def user_utterance() -> np.ndarray:
-    """The user's words as 24 kHz PCM16, with silence around them for the VAD."""
-    speech = EspeakEngine.shared().synthesize(USER_TEXT, "alloy")
-    r = Resampler(speech.rate_hz, RATE_HZ)
-    pcm = np.concatenate([r.process(speech.pcm), r.flush()])
+def to_session_rate(pcm: npt.NDArray[np.int16], rate_hz: int) -> npt.NDArray[np.int16]:
+    """Mono PCM16 at any rate -> 24 kHz, the Realtime session's PCM rate."""
+    if rate_hz == RATE_HZ:
+        return pcm
+    r = Resampler(rate_hz, RATE_HZ)
+    return np.concatenate([r.process(pcm), r.flush()])
+
+
+def user_utterance(wav: Path | None = None) -> npt.NDArray[np.int16]:
+    """The user's words as 24 kHz PCM16 (from ``wav``, or synthesised), with silence around them
+    so the server's VAD sees where the turn starts and ends."""
+    if wav is not None:
+        audio = read_wav(wav)
+        pcm = to_session_rate(audio.pcm, audio.rate_hz)
+    else:
+        # Imported here: with --wav and --url the server's voice is not needed at all.
+        from voxwire.server.tts import EspeakEngine
+
+        speech = EspeakEngine.shared().synthesize(USER_TEXT, "alloy")
+        pcm = to_session_rate(speech.pcm, speech.rate_hz)
     silence_before = np.zeros(RATE_HZ // 2, np.int16)
     silence_after = np.zeros(RATE_HZ, np.int16)
     return np.concatenate([silence_before, pcm, silence_after])
 
 
-async def run_turn(pace: float = 4.0) -> TurnResult:
-    result = TurnResult()
+@contextlib.asynccontextmanager
+async def _endpoint(url: str | None, pace: float) -> AsyncIterator[str]:
+    """``url``, or the URL of a local server running for the duration."""
+    if url is not None:
+        yield url
+        return
+    from voxwire.server import Pacing, RealtimeServer, Scenario
+
     scenario = Scenario.from_mapping({"rules": [], "fallback": REPLY})
     async with RealtimeServer(scenario=scenario, pacing=Pacing(audio_pace=pace)) as server:
+        yield server.url("gpt-realtime")
+
+
+async def run_turn(
+    pace: float = 4.0,
+    *,
+    wav: Path | None = None,
+    url: str | None = None,
+    report: Callable[[str], None] | None = None,
+) -> TurnResult:
+    """One spoken turn; every step goes to ``report`` (with its time) as it happens."""
+    result = TurnResult()
+    audio = user_utterance(wav)
+    async with _endpoint(url, pace) as endpoint:
         t0 = time.perf_counter()
 
         def note(what: str) -> None:
-            result.timeline.append((time.perf_counter() - t0, what))
+            at = time.perf_counter() - t0
+            result.timeline.append((at, what))
+            if report is not None:
+                report(f"  {at * 1000:8.1f} ms  {what}")
 
         # A pause between the user's words must not end the turn early.
         config = {
@@ -78,15 +123,14 @@ async def run_turn(pace: float = 4.0) -> TurnResult:
         }
         session = RealtimeSession(
             RealtimeAgent(name="quickstart", instructions="Answer briefly."),
-            url=server.url("gpt-realtime"),
+            url=endpoint,
             config=config,
             wait_for_session_updated=True,
         )
         async with session:
-            note("session connected and configured")
+            note(f"session connected and configured ({session.url.split('?')[0]})")
 
             async def speak() -> None:
-                audio = user_utterance()
                 note(f"streaming {len(audio) / RATE_HZ:.2f} s of user speech in 20 ms chunks")
                 for i in range(0, len(audio), CHUNK_SAMPLES):
                     await session.send_audio(audio[i : i + CHUNK_SAMPLES])
@@ -97,6 +141,8 @@ async def run_turn(pace: float = 4.0) -> TurnResult:
                 async for event in session:
                     if isinstance(event, UserStateChangedEvent):
                         note(f"user {event.new_state}")
+                    elif isinstance(event, UserInputTranscribedEvent) and event.is_final:
+                        note(f'user said: "{event.transcript}"')
                     elif isinstance(event, ResponseStartedEvent):
                         note("response started")
                     elif isinstance(event, AudioEvent):
@@ -105,6 +151,12 @@ async def run_turn(pace: float = 4.0) -> TurnResult:
                         result.reply_pcm.append(event.pcm)
                     elif isinstance(event, AssistantTranscriptDoneEvent):
                         result.transcript = event.transcript
+                        note(f'assistant said: "{event.transcript}"')
+                    elif isinstance(event, ErrorEvent):
+                        note(f"error: {event.message}")
+                    elif isinstance(event, CloseEvent):
+                        note(f"connection closed ({event.reason}) {event.detail}".rstrip())
+                        break
                     elif isinstance(event, ResponseDoneEvent):
                         result.status = event.status or ""
                         note(f"response done ({result.status})")
@@ -115,15 +167,12 @@ async def run_turn(pace: float = 4.0) -> TurnResult:
     return result
 
 
-def main(out: Path, pace: float) -> int:
-    result = asyncio.run(run_turn(pace))
-    for t, what in result.timeline:
-        print(f"  {t * 1000:8.1f} ms  {what}")
+def main(out: Path, pace: float, *, wav: Path | None = None, url: str | None = None) -> int:
+    result = asyncio.run(run_turn(pace, wav=wav, url=url, report=print))
     if result.status != "completed" or not result.reply_pcm:
         print(f"the turn did not complete (status {result.status!r})")
         return 1
     pcm = np.frombuffer(b"".join(result.reply_pcm), dtype="<i2").astype(np.int16)
     write_wav(out, pcm, RATE_HZ)
-    print(f'assistant said: "{result.transcript}"')
     print(f"{result.reply_samples / RATE_HZ:.2f} s of reply audio written to {out}")
     return 0
