@@ -54,7 +54,8 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire._core",
             "voxwire.exceptions",
         },
-        "third_party": {"websockets", "numpy", "msgspec"},
+        # opentelemetry: optional client spans (asyncio/tracing.py imports it when installed).
+        "third_party": {"websockets", "numpy", "msgspec", "opentelemetry"},
         "no_stdlib": set(),
     },
     "server": {
@@ -65,7 +66,9 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire._core",
             "voxwire.exceptions",
         },
-        "third_party": {"websockets", "msgspec", "numpy", "webrtcvad"},
+        # faster_whisper, hibari: the optional transcription and voice engines (server extras,
+        # imported when used).
+        "third_party": {"websockets", "msgspec", "numpy", "webrtcvad", "faster_whisper", "hibari"},
         "no_stdlib": set(),
     },
 }

@@ -8,8 +8,9 @@ Layers (imports point down only; see docs/architecture.md):
 * ``voxwire.agents`` — agents declared as data (:class:`RealtimeAgent`)
 * ``voxwire.asyncio`` — the session over websockets (:class:`RealtimeSession`, docs/session.md)
 
-``RealtimeSession`` and ``RealtimeAgent`` are imported on first use, so ``import voxwire``
-stays light.
+``RealtimeSession``, ``RealtimeAgent`` and the agent helpers (``function_tool``, ``handoff``,
+``output_guardrail``, ``FunctionTool``) are imported on first use, so ``import voxwire`` stays
+light.
 """
 
 from __future__ import annotations
@@ -20,10 +21,29 @@ from voxwire._core import __version__
 from voxwire.exceptions import VoxwireError
 
 if TYPE_CHECKING:
-    from voxwire.agents import RealtimeAgent
+    from voxwire.agents import (
+        FunctionTool,
+        RealtimeAgent,
+        function_tool,
+        handoff,
+        output_guardrail,
+    )
     from voxwire.asyncio import RealtimeSession
 
-__all__ = ["RealtimeAgent", "RealtimeSession", "VoxwireError", "__version__"]
+__all__ = [
+    "FunctionTool",
+    "RealtimeAgent",
+    "RealtimeSession",
+    "VoxwireError",
+    "__version__",
+    "function_tool",
+    "handoff",
+    "output_guardrail",
+]
+
+_AGENT_NAMES = frozenset(
+    {"FunctionTool", "RealtimeAgent", "function_tool", "handoff", "output_guardrail"}
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -31,8 +51,8 @@ def __getattr__(name: str) -> Any:
         from voxwire.asyncio import RealtimeSession
 
         return RealtimeSession
-    if name == "RealtimeAgent":
-        from voxwire.agents import RealtimeAgent
+    if name in _AGENT_NAMES:
+        import voxwire.agents
 
-        return RealtimeAgent
+        return getattr(voxwire.agents, name)
     raise AttributeError(f"module 'voxwire' has no attribute {name!r}")

@@ -64,18 +64,39 @@ def _serve(args: argparse.Namespace) -> int:
     import os
 
     from voxwire.server import Pacing, RealtimeServer, Scenario
+    from voxwire.server.chat import ChatCompletionsResponder
+    from voxwire.server.faults import faults_from_file
 
     scenario = Scenario.from_file(args.scenario) if args.scenario else None
     token = os.environ.get(args.token_env) if args.token_env else None
     if args.token_env and not token:
         print(f"voxwire: environment variable {args.token_env} is empty or unset", file=sys.stderr)
         return 2
+    chat = None
+    if args.chat_url or args.chat_model:
+        if not (args.chat_url and args.chat_model) or scenario is not None:
+            print(
+                "voxwire: --chat-url and --chat-model go together, and replace --scenario",
+                file=sys.stderr,
+            )
+            return 2
+        chat_key = os.environ.get(args.chat_key_env) if args.chat_key_env else None
+        if args.chat_key_env and not chat_key:
+            print(
+                f"voxwire: environment variable {args.chat_key_env} is empty or unset",
+                file=sys.stderr,
+            )
+            return 2
+        chat = ChatCompletionsResponder(args.chat_url, args.chat_model, api_key=chat_key)
+    faults = faults_from_file(args.faults) if args.faults else ()
     server = RealtimeServer(
         args.host,
         args.port,
         token=token,
         scenario=scenario,
-        tts=None if args.no_audio else "espeak",
+        responder=chat,
+        faults=faults,
+        tts=None if args.no_audio else args.tts,
         pacing=Pacing(audio_pace=args.pace, text_tokens_per_s=args.text_rate),
         max_session_s=args.max_session_minutes * 60,
     )
@@ -84,7 +105,11 @@ def _serve(args: argparse.Namespace) -> int:
         async with server:
             print(
                 f"voxwire realtime server on {server.base_url}/realtime "
-                f"(token {'required' if token else 'not required'}); Ctrl-C stops it",
+                f"(token {'required' if token else 'not required'}, "
+                f"voice {server.tts_engine or 'none: text only'}"
+                + (f"; answers from {chat.url} ({chat.model})" if chat else "")
+                + (f"; {len(faults)} fault(s) armed" if faults else "")
+                + "); Ctrl-C stops it",
                 flush=True,
             )
             await asyncio.Event().wait()
@@ -128,9 +153,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="require 'Authorization: Bearer <token>' with the token read from this variable",
     )
     sv.add_argument("--no-audio", action="store_true", help="answer in text only (no voice)")
+    sv.add_argument(
+        "--tts",
+        choices=("auto", "hibari", "espeak"),
+        default="auto",
+        help="the voice: hibari (the 'hibari' extra), espeak-ng (the 'server' extra), or auto: "
+        "hibari when installed, else espeak-ng (default)",
+    )
     sv.add_argument("--pace", type=float, default=4.0, help="audio speed, x real time (0: max)")
     sv.add_argument("--text-rate", type=float, default=100.0, help="text deltas per s (0: max)")
     sv.add_argument("--max-session-minutes", type=float, default=60.0)
+    sv.add_argument(
+        "--chat-url",
+        metavar="URL",
+        help="answer with an OpenAI-compatible chat-completions endpoint (e.g. a local LLM "
+        "server at http://127.0.0.1:8080/v1) instead of the scenario rules",
+    )
+    sv.add_argument("--chat-model", metavar="NAME", help="the model to ask (with --chat-url)")
+    sv.add_argument(
+        "--chat-key-env",
+        metavar="VAR",
+        help="send 'Authorization: Bearer <key>' to the chat endpoint, the key read from VAR",
+    )
+    sv.add_argument(
+        "--faults",
+        metavar="FILE",
+        help="JSON list of faults armed on every connection, for testing clients "
+        "(docs/server.md, fault injection)",
+    )
     sv.set_defaults(func=_serve)
     qs = sub.add_parser("quickstart", help="one offline spoken turn against the local server")
     qs.add_argument("--out", default="quickstart-reply.wav", help="where to write the reply")

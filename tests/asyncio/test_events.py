@@ -231,7 +231,7 @@ def test_function_calls_are_paired_with_their_outputs() -> None:
 def test_transcription_failure_is_a_recoverable_error() -> None:
     async def body() -> None:
         async with (
-            serving() as server,
+            serving(transcriber=None) as server,  # no engine: every transcription fails
             RealtimeSession(
                 url=server.url(),
                 config={

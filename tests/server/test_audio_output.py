@@ -1,5 +1,6 @@
 """Audio output: espeak-ng through the Rust resampler, G.711 formats, transcript next to audio,
-pacing faster than real time."""
+pacing faster than real time. (espeak-ng is named: the default voice is hibari when it is
+installed, tested in test_hibari.py.)"""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def audio_of(events: list[dict]) -> bytes:
 
 def test_audio_turn_streams_pcm24k_with_interleaved_transcript() -> None:
     async def body() -> None:
-        async with serving() as server, client_of(server) as client:
+        async with serving(tts="espeak") as server, client_of(server) as client:
             await client.say("hello")
             events = await client.respond(output_modalities=["audio"])
             kinds = [e["type"] for e in events]
@@ -61,7 +62,7 @@ def test_audio_turn_streams_pcm24k_with_interleaved_transcript() -> None:
 )
 def test_g711_output_formats(fmt: str, decode: object) -> None:
     async def body() -> None:
-        async with serving() as server, client_of(server) as client:
+        async with serving(tts="espeak") as server, client_of(server) as client:
             await client.update(audio={"output": {"format": {"type": fmt}}})
             await client.say("hello")
             events = await client.respond(output_modalities=["audio"])
@@ -75,7 +76,10 @@ def test_g711_output_formats(fmt: str, decode: object) -> None:
 
 def test_pace_is_faster_than_real_time_but_paced() -> None:
     async def body() -> None:
-        async with serving(pacing=Pacing(audio_pace=8.0)) as server, client_of(server) as client:
+        async with (
+            serving(tts="espeak", pacing=Pacing(audio_pace=8.0)) as server,
+            client_of(server) as client,
+        ):
             await client.say("hello")
             started = time.perf_counter()
             events = await client.respond(output_modalities=["audio"])

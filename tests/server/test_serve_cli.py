@@ -73,7 +73,8 @@ def test_serve_subcommand(tmp_path: Path) -> None:
 def test_no_voice_is_a_clear_error_at_start(tmp_path: Path) -> None:
     env = {**os.environ, "VOXWIRE_ESPEAK_LIBRARY": str(tmp_path / "missing.so")}
     process = subprocess.run(
-        [sys.executable, "-m", "voxwire.cli", "serve", "--port", "0"],
+        # espeak-ng named explicitly: with "auto", an installed hibari would be used instead.
+        [sys.executable, "-m", "voxwire.cli", "serve", "--port", "0", "--tts", "espeak"],
         capture_output=True,
         text=True,
         env=env,

@@ -10,6 +10,7 @@ import numpy as np
 
 from voxwire.audio import g711
 from voxwire.server.tts import Voice
+from voxwire.server.vad import SEMANTIC_WAIT_MS, _db, completeness
 
 from .helpers import SLOW, Client, client_of, run, serving
 
@@ -133,16 +134,100 @@ def test_idle_timeout_triggers_a_response() -> None:
     run(body())
 
 
-def test_transcription_request_fails_with_what_is_missing() -> None:
+# --- semantic_vad ---------------------------------------------------------------------------------
+
+
+@cache
+def question() -> tuple[bytes, bytes]:
+    """A finished question, and the same speech cut off at a loud frame in its middle (as when
+    a speaker stops mid-word)."""
+    voice = Voice.load()
+    try:
+        pcm = voice.speak_blocking("Can you help me?", "alloy", 1.0, "audio/pcm").audio
+    finally:
+        voice.close()
+    samples = np.frombuffer(pcm, dtype="<i2")
+    frame = RATE_HZ // 50
+    energy = [
+        float(np.mean(samples[i : i + frame].astype(np.float64) ** 2))
+        for i in range(0, len(samples) - frame, frame)
+    ]
+    loudest = max(range(len(energy) // 3, 2 * len(energy) // 3), key=energy.__getitem__)
+    return pcm, samples[: (loudest + 1) * frame].tobytes()
+
+
+def voice_end_ms(pcm: bytes) -> int:
+    """Where the voice in ``pcm`` ends (espeak-ng pads its output with silence)."""
+    samples = np.frombuffer(pcm, dtype="<i2")
+    loud = np.flatnonzero(np.abs(samples.astype(np.int32)) > 200)
+    return int(loud[-1]) * 1000 // RATE_HZ
+
+
+async def pause_after(client: Client, pcm: bytes, appended_ms: int) -> tuple[int, int]:
+    """The pause semantic_vad waits after the voice in ``pcm`` before ending the turn (ms),
+    and the input timeline's length after the audio this appends."""
+    lead_ms, trail_ms = 400, 9000
+    await append(client, silence(lead_ms) + pcm + silence(trail_ms))
+    stopped = (await client.until("input_audio_buffer.speech_stopped"))[-1]
+    voice_ends_ms = appended_ms + lead_ms + voice_end_ms(pcm)
+    appended_ms += lead_ms + len(pcm) * 1000 // (2 * RATE_HZ) + trail_ms
+    return int(stopped["audio_end_ms"]) - voice_ends_ms, appended_ms
+
+
+def test_semantic_vad_waits_by_eagerness_and_by_how_finished_the_speech_sounds() -> None:
+    finished, cut = question()
+
     async def body() -> None:
-        async with serving() as server, client_of(server, text_only=False) as client:
-            await client.update(
-                output_modalities=["text"],
-                audio={"input": {"transcription": {"model": "whisper-1"}, "turn_detection": None}},
-            )
-            await append(client, silence(200))
-            await client.send({"type": "input_audio_buffer.commit"})
-            failed = (await client.until("conversation.item.input_audio_transcription.failed"))[-1]
-            assert "not available" in failed["error"]["message"]
+        pauses: dict[tuple[str, str], int] = {}
+        async with serving() as server:
+            for eagerness in ("high", "medium", "low"):
+                async with client_of(server, text_only=False) as client:
+                    detection = {"type": "semantic_vad", "eagerness": eagerness}
+                    detection["create_response"] = False  # type: ignore[assignment]
+                    updated = await client.update(
+                        output_modalities=["text"], audio={"input": {"turn_detection": detection}}
+                    )
+                    assert updated["type"] == "session.updated", updated
+                    pauses[eagerness, "finished"], at_ms = await pause_after(client, finished, 0)
+                    pauses[eagerness, "cut"], _ = await pause_after(client, cut, at_ms)
+        for eagerness, (least_ms, most_ms) in SEMANTIC_WAIT_MS.items():
+            if eagerness == "auto":
+                continue
+            # A finished question ends the turn soon; speech cut off mid-word is waited for,
+            # at most the GA's maximum for this eagerness.
+            assert least_ms - 60 <= pauses[eagerness, "finished"] <= least_ms + 900, pauses
+            assert pauses[eagerness, "cut"] >= pauses[eagerness, "finished"] + 500, pauses
+            assert pauses[eagerness, "cut"] <= most_ms + 100, pauses
+        for kind in ("finished", "cut"):
+            assert pauses["high", kind] < pauses["medium", kind] < pauses["low", kind], pauses
 
     run(body())
+
+
+def harmonic(pitch_hz: np.ndarray, amplitude: np.ndarray) -> list[np.ndarray]:
+    """A voiced-like 16 kHz signal (three harmonics) as 20 ms frames."""
+    phase = 2 * np.pi * np.cumsum(pitch_hz) / 16_000
+    wave = sum(np.sin(k * phase) / k for k in (1, 2, 3)) * amplitude * 8000
+    frames = wave.astype(np.int16)
+    return [frames[i : i + 320] for i in range(0, len(frames), 320)]
+
+
+def test_completeness_reads_falling_pitch_and_fading_voice_as_finished() -> None:
+    n = 16_000 * 6 // 10  # 600 ms
+    steady = harmonic(np.full(n, 120.0), np.ones(n))
+    turn_db = [_db(frame) for frame in steady]
+    falling_fading = harmonic(np.linspace(140, 95, n), np.linspace(1.0, 0.15, n))
+    rising = harmonic(np.linspace(110, 150, n), np.ones(n))
+    assert completeness(falling_fading[-15:], turn_db) > 0.8
+    assert completeness(steady[-15:], turn_db) < 0.4  # flat and loud to the end: unfinished
+    assert completeness(rising[-15:], turn_db) > completeness(steady[-15:], turn_db) + 0.3
+    assert completeness([], turn_db) == 0.5
+    # The VAD's hangover frames (silence it still calls speech) are not the speech's end.
+    hangover = [np.zeros(320, dtype=np.int16)] * 5
+    assert (
+        abs(
+            completeness(falling_fading[-10:] + hangover, turn_db)
+            - completeness(falling_fading[-10:], turn_db)
+        )
+        < 1e-9
+    )

@@ -7,11 +7,16 @@
 * :mod:`~voxwire.asyncio.transport` — the connection seam (:class:`Transport`,
   :class:`ConnectRequest`, the websocket connector); :mod:`voxwire.testing` plugs in there.
 * :mod:`~voxwire.asyncio.translate` — wire events to session events, without I/O.
+* :mod:`~voxwire.asyncio.tools` / :mod:`~voxwire.asyncio.guardrails` — running the agent's
+  function tools and output guardrails; :mod:`~voxwire.asyncio.supervisor` owns their tasks
+  (docs/agents.md).
 """
 
 from voxwire.asyncio.endpoint import DEFAULT_MODEL, DEFAULT_URL, ApiKeySource
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
 from voxwire.asyncio.events import (
+    AgentEndEvent,
+    AgentStartEvent,
     AgentState,
     AgentStateChangedEvent,
     AssistantTranscriptDeltaEvent,
@@ -21,14 +26,23 @@ from voxwire.asyncio.events import (
     AudioInterruptedEvent,
     CloseEvent,
     CloseReason,
+    ConversationItemAddedEvent,
     ErrorEvent,
     ErrorSource,
+    FunctionToolsExecutedEvent,
+    GuardrailTrippedEvent,
+    HandoffEvent,
     HistoryAddedEvent,
     HistoryUpdatedEvent,
     RawServerEvent,
     ResponseDoneEvent,
     ResponseStartedEvent,
     SessionEvent,
+    SpeechCreatedEvent,
+    SpeechSource,
+    ToolApprovalRequestedEvent,
+    ToolEndEvent,
+    ToolStartEvent,
     UserInputTranscribedEvent,
     UserState,
     UserStateChangedEvent,
@@ -57,6 +71,8 @@ from voxwire.asyncio.transport import (
 __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_URL",
+    "AgentEndEvent",
+    "AgentStartEvent",
     "AgentState",
     "AgentStateChangedEvent",
     "ApiKeySource",
@@ -71,8 +87,12 @@ __all__ = [
     "ConnectRequest",
     "ConnectionFailed",
     "Connector",
+    "ConversationItemAddedEvent",
     "ErrorEvent",
     "ErrorSource",
+    "FunctionToolsExecutedEvent",
+    "GuardrailTrippedEvent",
+    "HandoffEvent",
     "HistoryAddedEvent",
     "HistoryContent",
     "HistoryFunctionCall",
@@ -89,7 +109,12 @@ __all__ = [
     "SessionClosed",
     "SessionEvent",
     "SessionState",
+    "SpeechCreatedEvent",
+    "SpeechSource",
     "TextContent",
+    "ToolApprovalRequestedEvent",
+    "ToolEndEvent",
+    "ToolStartEvent",
     "Transport",
     "TransportClosed",
     "UserInputTranscribedEvent",

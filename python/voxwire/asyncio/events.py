@@ -12,11 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
+from voxwire.agents.agent import RealtimeAgent
+from voxwire.agents.batch import CallOutcome
+from voxwire.agents.guardrail import GuardrailResult
 from voxwire.asyncio.history import HistoryItem
+from voxwire.asyncio.metrics import Metrics
 from voxwire.protocol.objects import StatusDetails, Usage
 from voxwire.protocol.server_events import ReceivedEvent
 
 __all__ = [
+    "AgentEndEvent",
+    "AgentStartEvent",
     "AgentState",
     "AgentStateChangedEvent",
     "AssistantTranscriptDeltaEvent",
@@ -26,14 +32,24 @@ __all__ = [
     "AudioInterruptedEvent",
     "CloseEvent",
     "CloseReason",
+    "ConversationItemAddedEvent",
     "ErrorEvent",
     "ErrorSource",
+    "FunctionToolsExecutedEvent",
+    "GuardrailTrippedEvent",
+    "HandoffEvent",
     "HistoryAddedEvent",
     "HistoryUpdatedEvent",
+    "MetricsCollectedEvent",
     "RawServerEvent",
     "ResponseDoneEvent",
     "ResponseStartedEvent",
     "SessionEvent",
+    "SpeechCreatedEvent",
+    "SpeechSource",
+    "ToolApprovalRequestedEvent",
+    "ToolEndEvent",
+    "ToolStartEvent",
     "UserInputTranscribedEvent",
     "UserState",
     "UserStateChangedEvent",
@@ -48,11 +64,21 @@ application asks); ``thinking`` from ``response.created`` to its first text or a
 UserState = Literal["listening", "speaking"]
 """``speaking`` between the server's ``speech_started`` and ``speech_stopped``."""
 
-ErrorSource = Literal["server", "protocol", "session", "transcription", "audio_output"]
+ErrorSource = Literal[
+    "server", "protocol", "session", "transcription", "audio_output", "tool", "guardrail", "agent"
+]
 """``server``: an ``error`` event from the server; ``protocol``: a frame the protocol core
 could not read; ``session``: the session failed handling an event (a bug, reported, not
 fatal); ``transcription``: input transcription failed; ``audio_output``: audio could not be
-queued for playback."""
+queued for playback; ``tool``: a function tool failed, timed out, got bad arguments or its
+output could not be delivered (the model was told); ``guardrail``: an output guardrail raised
+(it counts as not tripped); ``agent``: a handoff could not be made (the model was told)."""
+
+SpeechSource = Literal["response", "tool_response", "guardrail"]
+"""Why a response was created: ``response`` (the user spoke with server VAD on, or the
+application asked: ``send_message``, ``create_response``, a raw ``response.create``),
+``tool_response`` (the follow-up after the calls of a response were answered; also after a
+handoff), ``guardrail`` (the retry after an output guardrail cut a response)."""
 
 CloseReason = Literal["client_closed", "server_closed", "connection_lost", "error"]
 """``client_closed``: :meth:`RealtimeSession.close`; ``server_closed``: the server closed the
@@ -173,6 +199,18 @@ class ResponseDoneEvent:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class MetricsCollectedEvent:
+    """Metrics became complete (:mod:`voxwire.asyncio.metrics`): a
+    :class:`~voxwire.asyncio.metrics.ResponseMetrics` once a response is done (with an audio
+    output, once its first sample played), or a
+    :class:`~voxwire.asyncio.metrics.TranscriptionMetrics` when the user's audio was
+    transcribed."""
+
+    type: Literal["metrics_collected"] = field(default="metrics_collected", init=False)
+    metrics: Metrics
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class AgentStateChangedEvent:
     type: Literal["agent_state_changed"] = field(default="agent_state_changed", init=False)
     old_state: AgentState
@@ -223,6 +261,114 @@ class RawServerEvent:
     event: ReceivedEvent
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AgentStartEvent:
+    """``agent`` became the session's agent (after ``connect()``'s first update, a handoff or
+    ``update_agent``)."""
+
+    type: Literal["agent_start"] = field(default="agent_start", init=False)
+    agent: RealtimeAgent
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AgentEndEvent:
+    """``agent`` stopped being the session's agent (a switch, or the end of the session)."""
+
+    type: Literal["agent_end"] = field(default="agent_end", init=False)
+    agent: RealtimeAgent
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HandoffEvent:
+    """The model transferred the conversation (``call_id`` of its transfer call); the server
+    accepted the new agent's configuration. ``agent_end`` / ``agent_start`` follow."""
+
+    type: Literal["handoff"] = field(default="handoff", init=False)
+    from_agent: RealtimeAgent
+    to_agent: RealtimeAgent
+    call_id: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolStartEvent:
+    """A function tool starts running (after its approval, if it needed one)."""
+
+    type: Literal["tool_start"] = field(default="tool_start", init=False)
+    call_id: str
+    name: str
+    arguments: str
+    agent: RealtimeAgent
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolEndEvent:
+    """A function tool finished: ``output`` is what the model gets (an error message when it
+    raised or timed out — then ``error`` holds the exception)."""
+
+    type: Literal["tool_end"] = field(default="tool_end", init=False)
+    call_id: str
+    name: str
+    arguments: str
+    agent: RealtimeAgent
+    output: str
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolApprovalRequestedEvent:
+    """The call waits for ``session.approve_tool_call(call_id)`` or
+    ``session.reject_tool_call(call_id, message=...)``."""
+
+    type: Literal["tool_approval_requested"] = field(default="tool_approval_requested", init=False)
+    call_id: str
+    name: str
+    arguments: str
+    agent: RealtimeAgent
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FunctionToolsExecutedEvent:
+    """Every call the session ran for ``response_id`` has its output in the conversation;
+    ``outcomes`` in call order. ``response_requested``: the follow-up response was asked for."""
+
+    type: Literal["function_tools_executed"] = field(default="function_tools_executed", init=False)
+    response_id: str
+    outcomes: tuple[CallOutcome, ...]
+    response_requested: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SpeechCreatedEvent:
+    """A response of the conversation started, and why (see :data:`SpeechSource`)."""
+
+    type: Literal["speech_created"] = field(default="speech_created", init=False)
+    response_id: str
+    source: SpeechSource
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConversationItemAddedEvent:
+    """An item is complete in the conversation (``conversation.item.done``): a user or
+    assistant message with its final content, a function call or its output."""
+
+    type: Literal["conversation_item_added"] = field(default="conversation_item_added", init=False)
+    item: HistoryItem
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GuardrailTrippedEvent:
+    """Output guardrails tripped on ``transcript`` of ``item_id``: the response was cut
+    (``audio_interrupted`` tells the player what to drop), the model was told and asked to
+    answer again. Once per response."""
+
+    type: Literal["guardrail_tripped"] = field(default="guardrail_tripped", init=False)
+    response_id: str
+    item_id: str
+    transcript: str
+    guardrails: tuple[str, ...]
+    results: tuple[GuardrailResult, ...]
+
+
 SessionEvent: TypeAlias = (
     AudioEvent
     | AudioEndEvent
@@ -234,10 +380,21 @@ SessionEvent: TypeAlias = (
     | HistoryUpdatedEvent
     | ResponseStartedEvent
     | ResponseDoneEvent
+    | MetricsCollectedEvent
     | AgentStateChangedEvent
     | UserStateChangedEvent
     | ErrorEvent
     | CloseEvent
     | RawServerEvent
+    | AgentStartEvent
+    | AgentEndEvent
+    | HandoffEvent
+    | ToolStartEvent
+    | ToolEndEvent
+    | ToolApprovalRequestedEvent
+    | FunctionToolsExecutedEvent
+    | SpeechCreatedEvent
+    | ConversationItemAddedEvent
+    | GuardrailTrippedEvent
 )
 """Every event a session hands out."""

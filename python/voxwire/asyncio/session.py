@@ -26,18 +26,28 @@ Lifecycle rules (each one tested):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import logging
+import time
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from voxwire.agents.agent import RealtimeAgent, agent_session_config, resolve_instructions
+from voxwire.agents.agent import (
+    RealtimeAgent,
+    ResolvedAgent,
+    ResolvedHandoff,
+    agent_session_config,
+    agent_update_config,
+    resolve_agent,
+)
+from voxwire.agents.guardrail import DEFAULT_DEBOUNCE_CHARS, default_feedback
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.endpoint import (
     ApiKeySource,
@@ -47,10 +57,16 @@ from voxwire.asyncio.endpoint import (
     resolve_api_key,
 )
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
+from voxwire.asyncio.guardrails import GuardrailRunner
 from voxwire.asyncio.history import HistoryItem, build_history
+from voxwire.asyncio.images import image_data_url
+from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics, SessionMetrics
 from voxwire.asyncio.playback import PlaybackSink, output_format
 from voxwire.asyncio.queue import EventQueue, QueueClosed
-from voxwire.asyncio.translate import EventTranslator, turn_interrupts_response
+from voxwire.asyncio.supervisor import OwnedTasks
+from voxwire.asyncio.tools import DEFAULT_REJECTION_MESSAGE, ToolRunner
+from voxwire.asyncio.tracing import SessionTracer, tracing_setting
+from voxwire.asyncio.translate import EventTranslator, SpeechSources, turn_interrupts_response
 from voxwire.asyncio.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Connector,
@@ -81,10 +97,22 @@ from voxwire.protocol.client_events import (
 )
 from voxwire.protocol.codec import decode_client_event, encode_event
 from voxwire.protocol.config import SessionConfig
+from voxwire.protocol.gate import GateState
 from voxwire.protocol.ids import IdFactory
-from voxwire.protocol.items import ContentPart, InputText, Item, MessageItem
+from voxwire.protocol.items import (
+    ContentPart,
+    InputImage,
+    InputText,
+    Item,
+    MessageItem,
+    function_call_output,
+    system_message,
+)
 from voxwire.protocol.protocol import RealtimeProtocol
 from voxwire.protocol.server_events import ProtocolErrorEvent
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["RealtimeSession", "SessionState"]
 
@@ -129,6 +157,21 @@ class RealtimeSession:
     dropped when it is full); timeouts, keepalive and the maximum message size of the
     connection; ``connector`` (how to open it: default a websocket; :mod:`voxwire.testing` has a
     scripted one); ``ids`` (event and item ids, see :class:`~voxwire.protocol.IdFactory`).
+
+    Tracing (:mod:`voxwire.asyncio.tracing`): ``tracing_disabled``, ``workflow_name``,
+    ``group_id``, ``metadata`` make the service's ``session.tracing``, sent once at start;
+    OpenTelemetry spans go to ``tracer_provider`` (default: the global one) when
+    ``opentelemetry-api`` is installed. Metrics (:mod:`voxwire.asyncio.metrics`,
+    ``session.metrics``, ``metrics_collected`` events) take their time from ``clock``
+    (monotonic seconds, default :func:`time.monotonic`).
+
+    Agent features (docs/agents.md): the agent's function tools run when the model calls them
+    (``tool_output_attempts``: how often an output the connection or the server refused is
+    sent again; ``tool_rejection_message``: what the model hears when the application rejects
+    a call); its output guardrails check the assistant's transcript every
+    ``guardrail_debounce_chars`` new characters (``None``: complete transcripts only) and, on
+    a trip, the model gets ``guardrail_feedback`` (text, or a function of the tripped
+    guardrails' names) as a system message before it answers again.
     """
 
     def __init__(
@@ -153,6 +196,16 @@ class RealtimeSession:
         max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
         connector: Connector | None = None,
         ids: IdFactory | None = None,
+        tracing_disabled: bool = False,
+        workflow_name: str | None = None,
+        group_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tracer_provider: TracerProvider | None = None,
+        clock: Callable[[], float] | None = None,
+        tool_output_attempts: int = 3,
+        tool_rejection_message: str = DEFAULT_REJECTION_MESSAGE,
+        guardrail_debounce_chars: int | None = DEFAULT_DEBOUNCE_CHARS,
+        guardrail_feedback: str | Callable[[Sequence[str]], str] = default_feedback,
     ) -> None:
         # Everything here is checked and stored; nothing is opened, read or started.
         if agent is not None and not isinstance(agent, RealtimeAgent):
@@ -173,6 +226,16 @@ class RealtimeSession:
         self._agent = agent
         # Validated now (bad configuration is the caller's mistake: say so at once).
         self._base_config = agent_session_config(config, None)
+        # Tracing (asyncio/tracing.py): sent once, in the first session.update, so it is kept
+        # out of the base configuration that later updates are made from.
+        self._tracing = tracing_setting(
+            self._base_config.tracing,
+            tracing_disabled=tracing_disabled,
+            workflow_name=workflow_name,
+            group_id=group_id,
+            metadata=metadata,
+        )
+        self._base_config = msgspec.structs.replace(self._base_config, tracing=msgspec.UNSET)
         if not isinstance(audio_output, PlaybackClock | None):
             raise ConfigurationError(
                 f"audio_output={audio_output!r} is invalid: expected a voxwire.audio.PlaybackClock"
@@ -213,6 +276,52 @@ class RealtimeSession:
         self._muted = False
         self._muted_bytes = 0
         self._overflow_reported: set[SegmentKey] = set()
+        # Metrics and tracing (asyncio/metrics.py, asyncio/tracing.py).
+        self._clock: Callable[[], float] = clock if clock is not None else time.monotonic
+        self._tracer = SessionTracer(
+            disabled=tracing_disabled,
+            tracer_provider=tracer_provider,
+            attributes={
+                "voxwire.agent.name": agent.name if agent is not None else None,
+                "voxwire.workflow_name": workflow_name,
+                "voxwire.group_id": group_id,
+                "voxwire.metadata": metadata,
+            },
+        )
+        self._metrics = MetricsRecorder(
+            now=self._clock,
+            emit=self._emit_metrics,
+            on_error=self._report_metrics_error,
+            audio_output=audio_output,
+            is_out_of_band=self._is_out_of_band,
+        )
+        # Agent features: the active agent as resolved, the owner of tool and guardrail tasks,
+        # and the runners (asyncio/tools.py, asyncio/guardrails.py).
+        if not (isinstance(guardrail_feedback, str) or callable(guardrail_feedback)):
+            raise ConfigurationError(
+                "guardrail_feedback is invalid: expected text or a function of the tripped "
+                "guardrails' names"
+            )
+        self._guardrail_feedback = guardrail_feedback
+        self._resolved: ResolvedAgent | None = None
+        self._agent_lock: asyncio.Lock | None = None
+        self._assistant_audio = False
+        self._speech = SpeechSources()
+        self._create_in_flight = False
+        self._updates_in_flight: deque[str] = deque()
+        self._update_acks: dict[str, asyncio.Future[None]] = {}
+        self._background = OwnedTasks(self._background_failed)
+        host = _AgentHost(self)
+        self._tools = ToolRunner(
+            host,
+            self._background,
+            self._active_agent,
+            delivery_attempts=tool_output_attempts,
+            rejection_message=tool_rejection_message,
+        )
+        self._guardrails = GuardrailRunner(
+            host, self._background, self._active_agent, debounce_chars=guardrail_debounce_chars
+        )
 
     def __repr__(self) -> str:
         agent = f", agent={self._agent.name!r}" if self._agent is not None else ""
@@ -269,6 +378,35 @@ class RealtimeSession:
         """Why the session ended, once it has."""
         return self._close_event
 
+    @property
+    def pending_tool_approvals(self) -> tuple[str, ...]:
+        """Call ids of tool calls waiting for :meth:`approve_tool_call` /
+        :meth:`reject_tool_call`."""
+        return self._tools.pending_approvals
+
+    @property
+    def tool_calls_in_progress(self) -> int:
+        """Function calls the session runs whose outputs and follow-up are not all done yet
+        (from the call to ``function_tools_executed``)."""
+        return self._tools.running
+
+    @property
+    def background_tasks(self) -> int:
+        """Tool calls and guardrail checks running now (each owned by the session)."""
+        return len(self._background)
+
+    @property
+    def metrics(self) -> SessionMetrics:
+        """Totals so far: responses, interruptions, tokens, latency statistics (see
+        :mod:`voxwire.asyncio.metrics`)."""
+        return self._metrics.snapshot()
+
+    @property
+    def tracer(self) -> SessionTracer:
+        """The session's OpenTelemetry spans; ``tool_span`` / ``handoff_span`` for the code that
+        runs tools and handoffs (see :mod:`voxwire.asyncio.tracing`)."""
+        return self._tracer
+
     # --- lifecycle --------------------------------------------------------------------------------
 
     async def __aenter__(self) -> RealtimeSession:
@@ -294,6 +432,8 @@ class RealtimeSession:
         self._state = SessionState.CONNECTING
         self._closed_event = asyncio.Event()
         self._send_lock = asyncio.Lock()
+        self._agent_lock = asyncio.Lock()
+        self._tracer.session_started(**{"voxwire.url": self._primary_url})
         try:
             await self._open()
         except BaseException as exc:
@@ -342,12 +482,15 @@ class RealtimeSession:
         self._receive_task = asyncio.create_task(
             self._receive_loop(transport), name="voxwire-client-receive"
         )
-        instructions = await resolve_instructions(self._agent) if self._agent else None
-        config = agent_session_config(self._base_config, self._agent, instructions=instructions)
+        # Everything dynamic about the agent is settled before anything is sent for it.
+        resolved = await resolve_agent(self._agent) if self._agent else None
+        config = agent_session_config(self._base_config, resolved)
+        if self._tracing is not msgspec.UNSET:  # tracing goes in the first update only
+            config = msgspec.structs.replace(config, tracing=self._tracing)
         self._check_close_requested()
         if self._wait_for_session_updated:
             self._update_waiter = asyncio.get_running_loop().create_future()
-        self._update_event_id = self._protocol.send_session_update(config).event_id
+        self._update_event_id = self._send_session_update(config)
         await self._flush()
         if self._update_waiter is not None:
             try:
@@ -357,6 +500,9 @@ class RealtimeSession:
         self._check_close_requested()
         if self._close_event is not None:
             raise SessionClosed(f"the connection ended while connecting: {self._describe_close()}")
+        if resolved is not None:
+            self._resolved = resolved
+            self._queue.put(ev.AgentStartEvent(agent=resolved.agent))
 
     async def _connect_one(self, request: ConnectRequest) -> Transport:
         try:
@@ -397,10 +543,13 @@ class RealtimeSession:
     async def _shutdown(self, default: ev.CloseEvent) -> None:
         """Release everything, in order; safe to run again (each step is idempotent)."""
         try:
+            # Tool calls and guardrail checks first: they may be sending.
+            await self._background.aclose()
             task = self._receive_task
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
                 await asyncio.wait([task])
+            await self._metrics.aclose()  # stops its playback watcher; reports what waited
             if self._transport is not None:
                 try:
                     await self._transport.close()
@@ -413,10 +562,17 @@ class RealtimeSession:
         """The terminal state: the close event last, iterators woken, waiters failed."""
         if self._close_event is None:
             self._close_event = close
+        if self._resolved is not None and not self._queue.closed:
+            self._queue.put(ev.AgentEndEvent(agent=self._resolved.agent))
         if not self._queue.closed:
             self._queue.put(self._close_event)
             self._queue.close()
         self._fail_update_waiter(SessionClosed(f"the session closed: {self._describe_close()}"))
+        for ack in self._update_acks.values():
+            if not ack.done():
+                ack.set_exception(SessionClosed(f"the session closed: {self._describe_close()}"))
+        self._update_acks.clear()
+        self._tracer.session_ended(self._close_event.reason, self._close_event.error)
         self._state = SessionState.CLOSED
         if self._closed_event is not None:
             self._closed_event.set()
@@ -468,10 +624,14 @@ class RealtimeSession:
             await transport.close()
         except Exception:
             log.debug("closing the transport failed", exc_info=True)
+        await self._background.aclose()
+        await self._metrics.aclose()
         self._finish(self._close_event)
 
     def _handle_frame(self, frame: str | bytes) -> None:
         protocol = self._protocol
+        # A response.created in this frame answers our request iff one was in flight.
+        self._create_in_flight = protocol.gate_state is GateState.REQUESTED
         protocol.receive_text(frame)
         for event in protocol.events_received():
             try:
@@ -501,8 +661,37 @@ class RealtimeSession:
         elif isinstance(event, se.ResponseDone) and self._sink is not None:
             self._sink.clock.drop_finished()
         self._resolve_update_waiter(event)
+        self._track_agent_events(event)
         for out in self._translator.translate(event):
             self._queue.put(out)
+        # Agent features after the translated events: a tool call starts once its item is in
+        # the history; function_tools_executed follows the acknowledgement of the last output.
+        self._tools.on_server_event(event)
+        self._guardrails.on_server_event(event)
+        # Tracing, then metrics (which may end a response span): after the translated events,
+        # so metrics_collected follows response_done.
+        if self._tracer.enabled:
+            self._tracer.received(event)
+        self._metrics.received(event)
+
+    def _emit_metrics(self, metrics: Metrics) -> None:
+        if isinstance(metrics, ResponseMetrics) and self._tracer.enabled:
+            self._tracer.response_metrics(metrics)
+        self._queue.put(ev.MetricsCollectedEvent(metrics=metrics))
+
+    def _report_metrics_error(self, exc: BaseException) -> None:
+        log.error("watching the audio output for metrics failed", exc_info=exc)
+        self._queue.put(
+            ev.ErrorEvent(
+                message=f"watching the audio output for metrics failed: {exc!r}",
+                source="session",
+                exception=exc,
+            )
+        )
+
+    def _is_out_of_band(self, response_id: str) -> bool:
+        record = self._protocol.responses.get(response_id)
+        return record is not None and record.out_of_band
 
     def _resolve_update_waiter(self, event: se.ReceivedEvent) -> None:
         waiter = self._update_waiter
@@ -523,6 +712,7 @@ class RealtimeSession:
         format_type, rate_hz = output_format(self._protocol.session)
         key = (event.item_id, event.content_index)
         self._report_overflow(key, self._sink.push(key, event.delta, format_type, rate_hz))
+        self._metrics.audio_pushed(event.response_id, key)
 
     def _report_overflow(self, key: SegmentKey, refused_samples: int) -> None:
         if refused_samples and key not in self._overflow_reported:
@@ -589,12 +779,14 @@ class RealtimeSession:
             self._protocol.send_input_audio(data)
         if commit:
             self._protocol.send_input_audio_commit()
+            self._metrics.committed()
         await self._flush()
 
     async def commit_audio(self) -> None:
         """Turn the input buffer into a user item (needed when turn detection is off)."""
         self._require_open()
         self._protocol.send_input_audio_commit()
+        self._metrics.committed()
         await self._flush()
 
     async def clear_audio(self) -> None:
@@ -626,8 +818,24 @@ class RealtimeSession:
             item = message
         self._protocol.send_item_create(item)
         if trigger_response:
-            self._protocol.send_response_create()
+            self._request_response(None, "response")
         await self._flush()
+
+    async def add_image(
+        self,
+        image: str | bytes | bytearray | memoryview,
+        *,
+        detail: Literal["auto", "low", "high"] | None = None,
+        trigger_response: bool = True,
+    ) -> None:
+        """Add a user message holding one image — PNG, JPEG, WebP or GIF bytes (the type is read
+        from them), or a ``data:image/...;base64,`` URL — and, by default, ask for a response
+        (gated like :meth:`send_message`). Raises :class:`ConfigurationError` at once for
+        another type, a link instead of a data URL, or more than
+        :data:`~voxwire.asyncio.images.MAX_IMAGE_BYTES`."""
+        self._require_open()
+        part = InputImage(image_url=image_data_url(image), detail=detail)
+        await self.send_message([part], trigger_response=trigger_response)
 
     async def create_response(self, **params: Any) -> None:
         """Ask for a response (manual turn control), with per-response overrides — the fields
@@ -645,7 +853,7 @@ class RealtimeSession:
             request = msgspec.convert(params, ResponseCreateParams) if params else None
         except msgspec.ValidationError as exc:
             raise ConfigurationError(f"create_response(): {exc}") from exc
-        self._protocol.send_response_create(request)
+        self._request_response(request, "response")
         await self._flush()
 
     async def cancel_response(self) -> None:
@@ -658,7 +866,7 @@ class RealtimeSession:
     async def update_session(self, config: SessionConfig | Mapping[str, Any]) -> None:
         """Send a ``session.update`` (GA, legacy or camelCase shape)."""
         self._require_open()
-        self._protocol.send_session_update(config)
+        self._send_session_update(config)
         await self._flush()
 
     async def interrupt(
@@ -695,7 +903,10 @@ class RealtimeSession:
                 for segment in self._protocol.audio.segments()
                 if segment.response_id in in_progress
             }
+        in_progress_ids = list(self._protocol.responses_in_progress)
         sent = self._protocol.interrupt(played, cancel_response=cancel_response)
+        if sent or played:
+            self._metrics.interrupted(in_progress_ids)
         for event in sent:
             if isinstance(event, ConversationItemTruncate):
                 self._queue.put(
@@ -740,11 +951,12 @@ class RealtimeSession:
     def _send_typed(self, event: ClientEvent) -> None:
         p = self._protocol
         if isinstance(event, SessionUpdate):
-            p.send_session_update(event.session)
+            self._send_session_update(event.session)
         elif isinstance(event, InputAudioBufferAppend):
             p.send_input_audio(event.audio)
         elif isinstance(event, InputAudioBufferCommit):
             p.send_input_audio_commit()
+            self._metrics.committed()
         elif isinstance(event, InputAudioBufferClear):
             p.send_input_audio_clear()
         elif isinstance(event, OutputAudioBufferClear):
@@ -758,11 +970,161 @@ class RealtimeSession:
         elif isinstance(event, ConversationItemTruncate):
             p.send_item_truncate(event.item_id, event.content_index, event.audio_end_ms)
         elif isinstance(event, ResponseCreate):
-            p.send_response_create(event.response)
+            self._request_response(event.response, "response")
         elif isinstance(event, ResponseCancel):
             p.send_response_cancel(event.response_id)
         else:  # pragma: no cover - every ClientEvent is handled above
             self._outbox.append(encode_event(event))
+
+    # --- agents: switching, tools, guardrails (the work itself is in tools.py / guardrails.py) --
+
+    async def update_agent(self, agent: RealtimeAgent) -> None:
+        """Make ``agent`` the session's agent: its instructions, tools, handoffs, guardrails and
+        (while the conversation holds no assistant audio — the Realtime API refuses a voice
+        change after that) its voice.
+
+        Everything dynamic is resolved first (instructions, ``is_enabled``, handoff targets);
+        if that raises, nothing changed and the exception is raised here. Then the
+        ``session.update`` goes out, and the switch happens when the server acknowledges it
+        (``agent_end`` / ``agent_start``); if the server rejects it,
+        :class:`~voxwire.exceptions.ConfigurationError` is raised and the previous agent stays.
+        Calls already made keep running with the agent they were made to.
+        """
+        self._require_open()
+        if not isinstance(agent, RealtimeAgent):
+            raise ConfigurationError(f"update_agent({agent!r}): expected a RealtimeAgent")
+        assert self._agent_lock is not None
+        async with self._agent_lock:
+            resolved = await resolve_agent(agent)
+            self._require_open()
+            await self._apply_agent(resolved)
+
+    def approve_tool_call(self, call_id: str, *, always: bool = False) -> None:
+        """Let the call of a ``tool_approval_requested`` event run. ``always``: also approve
+        later calls of the same tool for the rest of the session. Raises
+        :class:`~voxwire.exceptions.InvalidState` if no call ``call_id`` is waiting."""
+        self._tools.approve(call_id, always=always)
+
+    def reject_tool_call(
+        self, call_id: str, *, message: str | None = None, always: bool = False
+    ) -> None:
+        """Refuse the call of a ``tool_approval_requested`` event: the tool does not run and the
+        model gets ``message`` (default: the session's ``tool_rejection_message``) as the
+        output. ``always``: refuse later calls of the same tool too."""
+        self._tools.reject(call_id, message=message, always=always)
+
+    def _active_agent(self) -> ResolvedAgent | None:
+        return self._resolved
+
+    async def _apply_agent(
+        self, resolved: ResolvedAgent, *, handoff: tuple[RealtimeAgent, str] | None = None
+    ) -> None:
+        """Send the update for ``resolved``, wait for the server to accept it, then switch.
+        Holds the agent lock (one switch at a time)."""
+        config = agent_update_config(
+            self._base_config, resolved, voice_locked=self._assistant_audio
+        )
+        event_id = self._send_session_update(config)
+        ack = asyncio.get_running_loop().create_future()
+        self._update_acks[event_id] = ack
+        try:
+            await self._flush()
+            await ack
+        finally:
+            self._update_acks.pop(event_id, None)
+        previous = self._resolved
+        self._resolved = resolved
+        self._agent = resolved.agent
+        if handoff is not None:
+            self._queue.put(
+                ev.HandoffEvent(from_agent=handoff[0], to_agent=resolved.agent, call_id=handoff[1])
+            )
+        if previous is not None:
+            self._queue.put(ev.AgentEndEvent(agent=previous.agent))
+        self._queue.put(ev.AgentStartEvent(agent=resolved.agent))
+
+    async def _hand_off(self, call_id: str, target: ResolvedHandoff, source: ResolvedAgent) -> None:
+        """The model called a transfer tool (from a tool task): switch like update_agent."""
+        assert self._agent_lock is not None
+        with self._tracer.handoff_span(source.agent.name, target.target.name):
+            async with self._agent_lock:
+                await target.handoff.run_on_handoff(target.target)
+                resolved = await resolve_agent(target.target)
+                await self._apply_agent(resolved, handoff=(source.agent, call_id))
+
+    def _send_session_update(self, config: SessionConfig | Mapping[str, Any]) -> str:
+        """Queue a ``session.update``; its event_id. Every update is tracked so acknowledgements
+        (``session.updated`` carries no event_id, but answers updates in order) find theirs."""
+        event_id = self._protocol.send_session_update(config).event_id
+        assert event_id is not None
+        self._updates_in_flight.append(event_id)
+        return event_id
+
+    def _request_response(
+        self, params: ResponseCreateParams | None, source: ev.SpeechSource
+    ) -> None:
+        """A gated ``response.create``, with its source noted for ``speech_created``."""
+        if params is not None and params.conversation == "none":
+            self._protocol.send_response_create(params)  # out of band: no gate, no speech
+            return
+        held_before = self._protocol.held_response_creates
+        sent = self._protocol.send_response_create(params)
+        if sent is not None or self._protocol.held_response_creates > held_before:
+            self._speech.requested(source)  # not folded into an equal waiting request
+
+    def _track_agent_events(self, event: se.ReceivedEvent) -> None:
+        if isinstance(event, se.ResponseOutputAudioDelta):
+            self._assistant_audio = True
+        elif isinstance(event, se.SessionUpdated):
+            if self._updates_in_flight:
+                ack = self._update_acks.get(self._updates_in_flight.popleft())
+                if ack is not None and not ack.done():
+                    ack.set_result(None)
+        elif isinstance(event, se.ErrorEvent):
+            event_id = event.error.event_id
+            if event_id is not None and event_id in self._updates_in_flight:
+                self._updates_in_flight.remove(event_id)
+                ack = self._update_acks.get(event_id)
+                if ack is not None and not ack.done():
+                    ack.set_exception(
+                        ConfigurationError(
+                            f"the server rejected the agent's configuration: {event.error.message}"
+                        )
+                    )
+            elif self._create_in_flight and event.error.code == (
+                "conversation_already_has_active_response"
+            ):
+                self._speech.request_failed()
+        elif (
+            isinstance(event, se.ResponseCreated)
+            and event.response.id is not None
+            and not self._is_out_of_band(event.response.id)
+        ):
+            source = self._speech.created(answers_request=self._create_in_flight)
+            self._create_in_flight = False
+            self._queue.put(ev.SpeechCreatedEvent(response_id=event.response.id, source=source))
+
+    def _trip(self, tripped: ev.GuardrailTrippedEvent) -> None:
+        """Output guardrails tripped (from a guardrail task; synchronous so that the response is
+        marked interrupted before anything awaits): cut it, report, tell the model, retry."""
+        if self._state is not SessionState.OPEN:
+            return
+        self._interrupt(None, cancel_response=True)
+        self._queue.put(tripped)
+        feedback = self._guardrail_feedback
+        text = feedback if isinstance(feedback, str) else feedback(tripped.guardrails)
+        self._protocol.send_item_create(system_message(text))
+        self._request_response(None, "guardrail")
+
+    def _background_failed(self, kind: str, exc: BaseException) -> None:
+        """An exception escaped a tool or guardrail task (the runners catch the expected ones)."""
+        self._queue.put(
+            ev.ErrorEvent(
+                message=f"a background {kind} task failed: {exc!r}",
+                source="guardrail" if kind == "guardrail" else "tool",
+                exception=exc,
+            )
+        )
 
     # --- events -----------------------------------------------------------------------------------
 
@@ -811,3 +1173,42 @@ def _audio_bytes(pcm: bytes | bytearray | memoryview | npt.NDArray[np.int16]) ->
             )
         return pcm.astype("<i2", copy=False).tobytes()
     raise TypeError(f"send_audio() got {type(pcm).__name__}: expected bytes or a numpy int16 array")
+
+
+class _AgentHost:
+    """The session as the tool and guardrail runners see it (asyncio/tools.py,
+    asyncio/guardrails.py): a narrow face over its internals."""
+
+    def __init__(self, session: RealtimeSession) -> None:
+        self._session = session
+
+    def emit(self, event: ev.SessionEvent) -> None:
+        self._session._queue.put(event)
+
+    def send_output(self, call_id: str, output: str, item_id: str | None) -> tuple[str, str]:
+        session = self._session
+        session._require_open()
+        event = session._protocol.send_item_create(
+            function_call_output(call_id, output, id=item_id)
+        )
+        assert event.event_id is not None
+        assert event.item.id is not None
+        return event.event_id, event.item.id
+
+    async def flush(self) -> None:
+        await self._session._flush()
+
+    def request_response(self) -> None:
+        self._session._request_response(None, "tool_response")
+
+    def is_out_of_band(self, response_id: str) -> bool:
+        return self._session._is_out_of_band(response_id)
+
+    def tool_span(self, name: str, call_id: str) -> contextlib.AbstractContextManager[Any]:
+        return self._session._tracer.tool_span(name, call_id)
+
+    async def hand_off(self, call_id: str, handoff: ResolvedHandoff, source: ResolvedAgent) -> None:
+        await self._session._hand_off(call_id, handoff, source)
+
+    def trip(self, event: ev.GuardrailTrippedEvent) -> None:
+        self._session._trip(event)

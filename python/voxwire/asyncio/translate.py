@@ -8,6 +8,7 @@ what it returns; a test can drive it with plain calls.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +20,7 @@ from voxwire.protocol import server_events as se
 from voxwire.protocol.config import AudioConfig, AudioInputConfig, SessionConfig
 from voxwire.protocol.protocol import RealtimeProtocol
 
-__all__ = ["EventTranslator", "turn_detection_on", "turn_interrupts_response"]
+__all__ = ["EventTranslator", "SpeechSources", "turn_detection_on", "turn_interrupts_response"]
 
 
 def turn_detection_on(session: SessionConfig | None) -> bool:
@@ -44,6 +45,34 @@ def _input_config(session: SessionConfig | None) -> AudioInputConfig | None:
     return session.audio.input if isinstance(session.audio.input, AudioInputConfig) else None
 
 
+class SpeechSources:
+    """Why each conversation response was created (``speech_created``'s ``source``).
+
+    The session notes the source of every ``response.create`` it queues through the response
+    gate, unless the gate folded it into an equal request already waiting. The gate sends
+    requests in the order they were made, one at a time, and a ``response.created`` arriving
+    while a request is in flight answers it — so sources are matched first in, first out. A
+    response nobody here asked for (server VAD) is a ``response``; so is any response when the
+    server rejected a create in a race with server VAD (the rejected request's source is
+    dropped).
+    """
+
+    def __init__(self) -> None:
+        self._waiting: deque[ev.SpeechSource] = deque()
+
+    def requested(self, source: ev.SpeechSource) -> None:
+        self._waiting.append(source)
+
+    def created(self, *, answers_request: bool) -> ev.SpeechSource:
+        if answers_request and self._waiting:
+            return self._waiting.popleft()
+        return "response"
+
+    def request_failed(self) -> None:
+        if self._waiting:
+            self._waiting.popleft()
+
+
 class EventTranslator:
     """Turns the protocol core's events into :mod:`voxwire.asyncio.events`.
 
@@ -57,6 +86,7 @@ class EventTranslator:
         self._raw = raw
         self._audio_events = audio_events
         self._announced: set[str] = set()
+        self._completed: set[str] = set()
         self.agent_state: ev.AgentState = "initializing"
         self.user_state: ev.UserState = "listening"
 
@@ -117,10 +147,21 @@ class EventTranslator:
     def _on_history_changed(self, event: se.ReceivedEvent, out: list[ev.SessionEvent]) -> None:
         self._history_updated(out)
 
+    def _on_item_done(self, event: se.ConversationItemDone, out: list[ev.SessionEvent]) -> None:
+        self._history_updated(out)
+        item_id = event.item.id
+        if item_id is None or item_id in self._completed:
+            return
+        item = history_item(self._protocol.conversation, item_id)
+        if item is not None:
+            self._completed.add(item_id)
+            out.append(ev.ConversationItemAddedEvent(item=item))
+
     def _on_item_deleted(
         self, event: se.ConversationItemDeleted, out: list[ev.SessionEvent]
     ) -> None:
         self._announced.discard(event.item_id)
+        self._completed.discard(event.item_id)
         self._history_updated(out)
 
     def _on_speech_started(
@@ -290,7 +331,7 @@ _HANDLERS: dict[type, _Handler] = {
     se.SessionUpdated: EventTranslator._on_session,
     se.ConversationItemAdded: EventTranslator._on_item_added,
     se.ConversationItemCreated: EventTranslator._on_item_added,
-    se.ConversationItemDone: EventTranslator._on_history_changed,
+    se.ConversationItemDone: EventTranslator._on_item_done,
     se.ConversationItemTruncated: EventTranslator._on_history_changed,
     se.ConversationItemDeleted: EventTranslator._on_item_deleted,
     se.InputAudioBufferSpeechStarted: EventTranslator._on_speech_started,

@@ -3,15 +3,30 @@
 The embedded default backend of the demo, the peer of the integration tests and a product of
 its own (``voxwire serve``). It speaks the GA protocol over websockets with the protocol core's
 typed events and answers with local components: a pluggable responder (built in: rules from a
-scenario), espeak-ng speech through the Rust resampler and G.711 codecs, and webrtcvad turn
-detection. See docs/server.md.
+scenario, or a chat-completions endpoint such as a local LLM server), espeak-ng speech through
+the Rust resampler and G.711 codecs, and webrtcvad turn detection (semantic VAD from prosody).
+Fault injection makes it misbehave on purpose for tests. See docs/server.md.
 
 Modules: ``server`` (handshake, lifecycle), ``connection`` (the pump), ``session`` (client events
 to answers, sans I/O), ``config`` (session defaults, validation, merging), ``conversation``,
 ``input_buffer``, ``vad``, ``responder``, ``response`` (one response's events, sans I/O),
-``responses`` (running, pacing and cancelling them), ``tts``, ``wire``, ``errors``, ``ids``.
+``responses`` (running, pacing and cancelling them), ``chat`` (a responder over an
+OpenAI-compatible chat-completions endpoint), ``faults`` (fault injection for tests), ``tts``,
+``wire``, ``errors``, ``ids``.
 """
 
+from voxwire.server.chat import ChatCompletionsResponder, ChatEndpointError
+from voxwire.server.connection import RealtimeConnection
+from voxwire.server.faults import (
+    Delay,
+    Drop,
+    Expire,
+    Fault,
+    RejectResponse,
+    SendMalformed,
+    SendUnknown,
+    faults_from_data,
+)
 from voxwire.server.responder import (
     CallTool,
     Output,
@@ -27,13 +42,24 @@ from voxwire.server.tts import NoVoiceError
 
 __all__ = [
     "CallTool",
+    "ChatCompletionsResponder",
+    "ChatEndpointError",
+    "Delay",
+    "Drop",
+    "Expire",
+    "Fault",
     "NoVoiceError",
     "Output",
     "Pacing",
+    "RealtimeConnection",
     "RealtimeServer",
+    "RejectResponse",
     "Responder",
     "RulesResponder",
     "Say",
     "Scenario",
+    "SendMalformed",
+    "SendUnknown",
     "Turn",
+    "faults_from_data",
 ]

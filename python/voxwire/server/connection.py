@@ -2,13 +2,15 @@
 
 It sends ``session.created``, then for every frame asks the session what to answer and carries
 it out in order — events are sent, ``StartResponse`` / ``CancelResponse`` go to the
-:class:`ResponseManager`. It owns two kinds of tasks, and awaits them all before it returns: the
-responses (through the manager) and the session-expiry timer.
+:class:`ResponseManager`, ``TranscribeAudio`` to :class:`Transcriptions`. It owns three kinds of
+tasks, and awaits them all before it returns: the responses (through the manager), the
+transcriptions and the session-expiry timer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -19,10 +21,12 @@ from websockets.exceptions import ConnectionClosed
 
 from voxwire.protocol import ServerEvent
 from voxwire.server.errors import error_event
+from voxwire.server.faults import Fault, FaultInjector
 from voxwire.server.ids import ServerIds
 from voxwire.server.responder import Responder
 from voxwire.server.responses import Pacing, ResponseManager
-from voxwire.server.session import CancelResponse, ServerSession, StartResponse
+from voxwire.server.session import CancelResponse, ServerSession, StartResponse, TranscribeAudio
+from voxwire.server.transcribe import Transcriber, Transcriptions
 from voxwire.server.tts import Voice
 from voxwire.server.wire import encode_server_event
 
@@ -40,6 +44,8 @@ class ConnectionSettings:
     pacing: Pacing
     max_session_s: float
     ids_seed: int | None = None
+    faults: tuple[Fault, ...] = ()  # armed afresh on every connection
+    transcriber: Transcriber | None = None  # None: transcription requests fail, naming the extra
 
 
 class RealtimeConnection:
@@ -57,30 +63,58 @@ class RealtimeConnection:
             output_modalities=["audio"] if settings.voice is not None else ["text"],
             responding=lambda: self.responses.responding,
         )
+        self.transcriptions = Transcriptions(self.session, self._send, settings.transcriber)
         self.responses = ResponseManager(
-            self.session, self._send, settings.responder, settings.voice, settings.pacing
+            self.session,
+            self._send,
+            settings.responder,
+            settings.voice,
+            settings.pacing,
+            before_respond=self.transcriptions.settle,
         )
+        self._faults = FaultInjector(ws, self._expired_event, lambda: self.session_id)
+
+    @property
+    def session_id(self) -> str:
+        return str(self.session.session["id"])
+
+    async def inject(self, *faults: Fault) -> None:
+        """Arm ``faults`` on this connection (see :mod:`voxwire.server.faults`); triggers count
+        from now, and a fault without one fires now. Returns once those are done."""
+        with contextlib.suppress(ConnectionClosed):
+            await self._faults.arm(faults)
 
     async def _send(self, events: Sequence[ServerEvent]) -> None:
+        if self._faults.active:
+            await self._faults.send(events)
+            return
         for event in events:
             await self._ws.send(encode_server_event(event))
 
     async def serve(self) -> None:
         expiry = asyncio.create_task(self._expire(), name="voxwire-session-expiry")
         try:
+            await self._faults.arm(self._settings.faults)
             await self._send([self.session.created_event()])
             async for frame in self._ws:
                 for step in self.session.handle(frame):
                     if isinstance(step, StartResponse):
-                        await self.responses.start(step)
+                        rejected = None if step.from_vad else self._faults.take_rejection()
+                        if rejected is not None:
+                            await self._send([rejected.event(self._ids, step.client_event_id)])
+                        else:
+                            await self.responses.start(step)
                     elif isinstance(step, CancelResponse):
                         await self.responses.cancel(step)
+                    elif isinstance(step, TranscribeAudio):
+                        await self.transcriptions.start(step)
                     else:
                         await self._send([step])
         except ConnectionClosed:
             pass
         finally:
             await self.responses.close()
+            await self.transcriptions.close()
             expiry.cancel()
             # The timer's own CancelledError comes back as a result; a cancellation of this
             # task while waiting still propagates.
@@ -89,20 +123,17 @@ class RealtimeConnection:
     async def _expire(self) -> None:
         """GA: a session has a maximum duration; then ``session_expired`` and the socket closes."""
         await asyncio.sleep(self._settings.max_session_s)
+        try:
+            await self._send([self._expired_event()])
+            await self._ws.close(1000, "session expired")
+        except ConnectionClosed:
+            pass
+
+    def _expired_event(self) -> ServerEvent:
         minutes = self._settings.max_session_s / 60
         shown = (
             f"{minutes:g} minutes" if minutes >= 1 else f"{self._settings.max_session_s:g} seconds"
         )
-        try:
-            await self._send(
-                [
-                    error_event(
-                        self._ids,
-                        "session_expired",
-                        f"Your session hit the maximum duration of {shown}.",
-                    )
-                ]
-            )
-            await self._ws.close(1000, "session expired")
-        except ConnectionClosed:
-            pass
+        return error_event(
+            self._ids, "session_expired", f"Your session hit the maximum duration of {shown}."
+        )

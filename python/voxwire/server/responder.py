@@ -24,6 +24,22 @@ last item is the output of that tool. ``say`` is a template (``{text}``: the use
 call or a list of them (``arguments`` an object or a JSON string). A rule may both say and call.
 A call rule applies only if the tool is declared (session or response ``tools``) and
 ``tool_choice`` is not ``"none"`` — a real model cannot call anything else either.
+
+Handoffs. In the Realtime protocol a handoff is a function call the client declared as a tool
+named ``transfer_to_<agent>`` (the agents SDKs' convention); the client then switches agent:
+it sends the call's output and a ``session.update`` with the new agent's instructions and tools.
+``"handoff": "Billing"`` makes that call (``transfer_to_billing``, arguments ``{}``: the agent's
+name in lower case, other characters made ``_``: :func:`handoff_tool_name`). Rules can be
+scoped to an agent so that the new agent answers after the switch: ``instructions`` is a
+case-insensitive regular expression searched in the response's instructions, ``tools`` a list
+of tool names that must all be declared; ``after_handoff`` (an agent name, or ``true`` for any)
+matches the output of a handoff call, like ``after_tool``::
+
+    {"rules": [
+      {"instructions": "triage", "match": "invoice|refund", "handoff": "Billing"},
+      {"instructions": "billing", "after_handoff": true, "say": "Billing here. {text}?"},
+      {"instructions": "billing", "match": "refund", "say": "Refunds take five days."}
+    ]}
 """
 
 from __future__ import annotations
@@ -54,9 +70,21 @@ __all__ = [
     "Say",
     "Scenario",
     "Turn",
+    "handoff_tool_name",
 ]
 
 _PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_][\w.]*)\}")
+_NOT_NAME: Final = re.compile(r"[^a-z0-9_]+")
+HANDOFF_PREFIX: Final = "transfer_to_"
+
+
+def handoff_tool_name(agent: str) -> str:
+    """The tool a handoff to ``agent`` calls: ``transfer_to_`` and the name in lower case, runs
+    of other characters than letters, digits and ``_`` made one ``_`` ("Billing desk" →
+    ``transfer_to_billing_desk``), at most 64 characters — the convention of
+    ``voxwire.agents.handoff.transfer_tool_name``, which the server may not import."""
+    slug = _NOT_NAME.sub("_", agent.lower()).strip("_") or "agent"
+    return (HANDOFF_PREFIX + slug)[:64]
 
 
 @dataclass(frozen=True)
@@ -85,6 +113,9 @@ class Turn:
     instructions: str
     tools: Sequence[str]
     tool_choice: str
+    #: The declared function tools as the client sent them (``name``, ``description``,
+    #: ``parameters``), for responders that pass them on to a model.
+    tool_specs: Sequence[Mapping[str, Any]] = ()
 
     @property
     def user_text(self) -> str:
@@ -123,11 +154,17 @@ class Rule:
     """One scenario rule (see the module docstring)."""
 
     match: re.Pattern[str] | None = None
-    after_tool: str | None = None
+    after_tool: str | None = None  # a tool name, or HANDOFF_PREFIX for any handoff
     say: str | None = None
     calls: tuple[CallTool, ...] = ()
+    instructions: re.Pattern[str] | None = None
+    tools: tuple[str, ...] = ()
 
     def applies(self, turn: Turn) -> bool:
+        if self.instructions is not None and not self.instructions.search(turn.instructions):
+            return False
+        if any(name not in turn.tools for name in self.tools):
+            return False
         if self.calls and (
             turn.tool_choice == "none" or any(c.name not in turn.tools for c in self.calls)
         ):
@@ -137,7 +174,10 @@ class Rule:
         tool_output = turn.tool_output
         if (self.after_tool is None) != (tool_output is None):
             return False
-        if tool_output is not None and tool_output[0] != self.after_tool:
+        if tool_output is not None and not (
+            tool_output[0] == self.after_tool
+            or (self.after_tool == HANDOFF_PREFIX and tool_output[0].startswith(HANDOFF_PREFIX))
+        ):
             return False
         return self.match is None or self.match.search(turn.user_text) is not None
 
@@ -203,28 +243,66 @@ def _rule(index: int, raw: object) -> Rule:
     where = f"scenario rule {index}"
     if not isinstance(raw, dict):
         raise ConfigurationError(f"{where} must be an object")
-    unknown = set(raw) - {"match", "after_tool", "say", "call"}
+    unknown = set(raw) - _RULE_KEYS
     if unknown:
         raise ConfigurationError(
-            f"{where} has unknown keys {sorted(unknown)}: expected match, after_tool, say, call"
+            f"{where} has unknown keys {sorted(unknown)}: expected " + ", ".join(sorted(_RULE_KEYS))
         )
-    if "say" not in raw and "call" not in raw:
-        raise ConfigurationError(f"{where} needs 'say' or 'call'")
-    match = raw.get("match")
-    try:
-        pattern = re.compile(match, re.IGNORECASE) if match is not None else None
-    except (re.error, TypeError) as exc:
-        raise ConfigurationError(f"{where}: 'match' is not a regular expression: {exc}") from None
+    if "say" not in raw and "call" not in raw and "handoff" not in raw:
+        raise ConfigurationError(f"{where} needs 'say', 'call' or 'handoff'")
     say = raw.get("say")
     if say is not None and not isinstance(say, str):
         raise ConfigurationError(f"{where}: 'say' must be a string")
     after_tool = raw.get("after_tool")
     if after_tool is not None and not isinstance(after_tool, str):
         raise ConfigurationError(f"{where}: 'after_tool' must be a tool name")
+    after_handoff = raw.get("after_handoff")
+    if after_handoff is not None:
+        if after_tool is not None:
+            raise ConfigurationError(f"{where}: give 'after_tool' or 'after_handoff', not both")
+        if after_handoff is True:
+            after_tool = HANDOFF_PREFIX
+        elif isinstance(after_handoff, str) and after_handoff.strip():
+            after_tool = handoff_tool_name(after_handoff)
+        else:
+            raise ConfigurationError(
+                f"{where}: 'after_handoff' must be an agent name or true (any handoff)"
+            )
     raw_calls = raw.get("call", [])
     raw_calls = raw_calls if isinstance(raw_calls, list) else [raw_calls]
-    calls = tuple(_call(where, c) for c in raw_calls)
-    return Rule(match=pattern, after_tool=after_tool, say=say, calls=calls)
+    calls = [_call(where, c) for c in raw_calls]
+    handoff = raw.get("handoff")
+    if handoff is not None:
+        if not isinstance(handoff, str) or not handoff.strip():
+            raise ConfigurationError(f"{where}: 'handoff' must be the name of an agent")
+        calls.append(CallTool(name=handoff_tool_name(handoff), arguments="{}"))
+    tools = raw.get("tools", [])
+    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+        raise ConfigurationError(f"{where}: 'tools' must be a list of tool names")
+    return Rule(
+        match=_pattern(where, "match", raw.get("match")),
+        after_tool=after_tool,
+        say=say,
+        calls=tuple(calls),
+        instructions=_pattern(where, "instructions", raw.get("instructions")),
+        tools=tuple(tools),
+    )
+
+
+_RULE_KEYS: Final = frozenset(
+    {"match", "after_tool", "after_handoff", "say", "call", "handoff", "instructions", "tools"}
+)
+
+
+def _pattern(where: str, key: str, value: object) -> re.Pattern[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigurationError(f"{where}: {key!r} must be a regular expression (a string)")
+    try:
+        return re.compile(value, re.IGNORECASE)
+    except re.error as exc:
+        raise ConfigurationError(f"{where}: {key!r} is not a regular expression: {exc}") from None
 
 
 def _call(where: str, raw: object) -> CallTool:

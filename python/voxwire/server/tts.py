@@ -1,4 +1,8 @@
-"""Offline text-to-speech with espeak-ng, driven through ctypes.
+"""Offline text-to-speech: hibari (a small neural voice, optional) or espeak-ng through ctypes.
+
+hibari (the ``hibari`` extra: ``hibari-tts``, Apache-2.0, an 8 MB int8 ONNX model run by
+onnxruntime) speaks 24 kHz directly. It is the server's voice when it is installed
+(``Voice.load("auto")``); espeak-ng otherwise.
 
 The library and its voice data come from the ``espeakng-loader`` wheel (the ``server`` extra), so
 no system package is needed; a system ``libespeak-ng`` is used if the wheel is absent, and
@@ -13,6 +17,12 @@ they describe.
 
 espeak-ng keeps global state and is not thread-safe: one engine per process, one worker thread
 per :class:`Voice`, and a lock around every synthesis.
+
+hibari reports no word positions: each sentence is synthesised on its own, and within a sentence
+the words are placed over its voiced span in proportion to their length — an estimate, close
+enough to send each transcript delta next to the audio it describes. It has one voice in its
+wheel (``heart``, American English); the others download on first use, which an offline server
+must not do, so every service voice name speaks with ``heart``.
 """
 
 from __future__ import annotations
@@ -22,12 +32,13 @@ import ctypes
 import ctypes.util
 import importlib.util
 import os
+import re
 import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +46,16 @@ import numpy.typing as npt
 from voxwire.audio import Resampler, g711
 from voxwire.exceptions import ConfigurationError
 
-__all__ = ["EspeakEngine", "NoVoiceError", "Speech", "SpokenAudio", "Voice"]
+__all__ = [
+    "ENGINES",
+    "EspeakEngine",
+    "HibariEngine",
+    "NoVoiceError",
+    "Speech",
+    "SpeechEngine",
+    "SpokenAudio",
+    "Voice",
+]
 
 _AUDIO_OUTPUT_SYNCHRONOUS: Final = 2
 _INITIALIZE_DONT_EXIT: Final = 0x8000
@@ -69,6 +89,24 @@ INSTALL_HINT: Final = (
     "(pip install 'voxwire[server]', which brings the espeakng-loader wheel with espeak-ng), "
     "or start the server with tts=None (voxwire serve --no-audio) to answer in text only"
 )
+HIBARI_HINT: Final = (
+    "the hibari voice is not available: install it with pip install 'voxwire[hibari]' "
+    "(the hibari-tts wheel, 14 MB), choose tts='espeak' (voxwire serve --tts espeak), "
+    "or start the server with tts=None (voxwire serve --no-audio) to answer in text only"
+)
+AUTO_HINT: Final = (
+    "no text-to-speech voice is available: install one, hibari (pip install 'voxwire[hibari]') "
+    "or espeak-ng (pip install 'voxwire[server]'), or start the server with tts=None "
+    "(voxwire serve --no-audio) to answer in text only"
+)
+#: What ``Voice.load`` and ``RealtimeServer(tts=...)`` accept (``None``, text only, aside).
+ENGINES: Final = ("auto", "hibari", "espeak")
+_HIBARI_VOICE: Final = "heart"
+_HIBARI_MIN_SPEED: Final = 0.5
+_HIBARI_MAX_SPEED: Final = 2.0
+# A 10 ms window above this RMS (float samples) counts as voiced when placing words.
+_VOICED_RMS: Final = 0.01
+_WORD: Final = re.compile(r"\S+")
 
 
 class NoVoiceError(ConfigurationError):
@@ -137,6 +175,7 @@ def _find_library() -> tuple[str, str | None]:
 class EspeakEngine:
     """The espeak-ng library, initialised once per process (see :meth:`shared`)."""
 
+    name = "espeak"
     _shared: EspeakEngine | None = None
     _shared_lock = threading.Lock()
 
@@ -224,17 +263,135 @@ class EspeakEngine:
         return Speech(pcm=pcm, rate_hz=self.rate_hz, word_marks=marks)
 
 
+class SpeechEngine(Protocol):
+    """Text to PCM16 with word marks (blocking; called on the :class:`Voice`'s worker thread)."""
+
+    name: str
+
+    def synthesize(self, text: str, voice: str, speed: float = 1.0) -> Speech: ...
+
+
+class HibariEngine:
+    """The hibari voice (``hibari-tts``): 24 kHz neural speech from an int8 ONNX model.
+
+    One onnxruntime thread: a sentence takes tens of milliseconds, and the other core stays free
+    for the event loop. The noise component is seeded, so the same text gives the same audio.
+    """
+
+    name = "hibari"
+    _shared: HibariEngine | None = None
+    _shared_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        if importlib.util.find_spec("hibari") is None:
+            raise NoVoiceError(HIBARI_HINT)
+        try:
+            from hibari import Hibari
+        except ImportError as exc:
+            raise NoVoiceError(f"{HIBARI_HINT} (hibari could not be imported: {exc})") from None
+        try:
+            self._tts: Any = Hibari(voice=_HIBARI_VOICE, threads=1)
+        except (RuntimeError, OSError) as exc:
+            raise NoVoiceError(f"{HIBARI_HINT} (its model could not be loaded: {exc})") from None
+        # Its text-to-phoneme tables load on first use (~0.3 s): here, at server start, rather
+        # than in the first response.
+        self._tts.g2p  # noqa: B018
+        self.rate_hz = int(self._tts.sample_rate)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def shared(cls) -> HibariEngine:
+        """The process-wide engine; raises :class:`NoVoiceError` if hibari is missing."""
+        with cls._shared_lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
+
+    def synthesize(self, text: str, voice: str, speed: float = 1.0) -> Speech:
+        """Speak ``text`` (every service ``voice`` name speaks with hibari's ``heart``)."""
+        speed = min(_HIBARI_MAX_SPEED, max(_HIBARI_MIN_SPEED, speed))
+        parts: list[npt.NDArray[np.float32]] = []
+        marks: list[tuple[int, int]] = []
+        offset_samples, search_from = 0, 0
+        with self._lock:
+            for sentence in self._tts.split_sentences(text):
+                start_char = text.find(sentence, search_from)
+                if start_char < 0:  # normalised whitespace: place it where the last one ended
+                    start_char = search_from
+                search_from = start_char + len(sentence)
+                audio = np.asarray(self._tts(sentence, speed=speed, seed=0), dtype=np.float32)
+                marks += _place_words(sentence, start_char, audio, offset_samples, self.rate_hz)
+                parts.append(audio)
+                offset_samples += len(audio)
+        samples = np.concatenate(parts) if parts else np.zeros(0, np.float32)
+        pcm = (np.clip(samples, -1.0, 1.0) * 32767.0).astype(np.int16)
+        return Speech(pcm=pcm, rate_hz=self.rate_hz, word_marks=marks)
+
+
+def _place_words(
+    sentence: str,
+    start_char: int,
+    audio: npt.NDArray[np.float32],
+    offset_samples: int,
+    rate_hz: int,
+) -> list[tuple[int, int]]:
+    """``(char, sample)`` starts of the sentence's words, spread over its voiced span in
+    proportion to their length (hibari reports no word timing)."""
+    words = list(_WORD.finditer(sentence))
+    if not words:
+        return []
+    window = max(1, rate_hz // 100)
+    n_windows = len(audio) // window
+    voiced_from, voiced_to = 0, len(audio)
+    if n_windows:
+        frames = audio[: n_windows * window].reshape(n_windows, window)
+        voiced = np.flatnonzero(np.sqrt(np.mean(frames * frames, axis=1)) > _VOICED_RMS)
+        if len(voiced):
+            voiced_from, voiced_to = int(voiced[0]) * window, (int(voiced[-1]) + 1) * window
+    total_chars = sum(len(word.group()) for word in words)
+    marks, done_chars = [], 0
+    for word in words:
+        # The first word owns the sentence's leading silence too, so its transcript goes out
+        # with the sentence's first audio, as espeak-ng's first word mark does.
+        sample = voiced_from + (voiced_to - voiced_from) * done_chars // total_chars
+        marks.append((start_char + word.start(), offset_samples + (sample if done_chars else 0)))
+        done_chars += len(word.group())
+    return marks
+
+
+def _load_engine(engine: str) -> SpeechEngine:
+    if engine == "hibari":
+        return HibariEngine.shared()
+    if engine == "espeak":
+        return EspeakEngine.shared()
+    if engine == "auto":
+        reasons = []
+        for name, load in (("hibari", HibariEngine.shared), ("espeak-ng", EspeakEngine.shared)):
+            try:
+                return load()
+            except NoVoiceError as exc:
+                reasons.append(f"{name}: {exc}")
+        raise NoVoiceError(f"{AUTO_HINT} ({'; '.join(reasons)})")
+    raise ValueError(f"voice engine {engine!r} is unknown: expected one of {', '.join(ENGINES)}")
+
+
 class Voice:
     """Speech in the session's wire formats, synthesised on a worker thread it owns."""
 
-    def __init__(self, engine: EspeakEngine) -> None:
+    def __init__(self, engine: SpeechEngine) -> None:
         self._engine = engine
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="voxwire-tts")
 
+    @property
+    def engine(self) -> str:
+        """``"hibari"`` or ``"espeak"``."""
+        return self._engine.name
+
     @classmethod
-    def load(cls) -> Voice:
-        """A voice on the shared espeak-ng engine; raises :class:`NoVoiceError` if none."""
-        return cls(EspeakEngine.shared())
+    def load(cls, engine: str = "espeak") -> Voice:
+        """A voice on a shared engine: ``"espeak"``, ``"hibari"``, or ``"auto"`` (hibari when
+        installed, else espeak-ng). Raises :class:`NoVoiceError`, saying what to install."""
+        return cls(_load_engine(engine))
 
     async def speak(self, text: str, voice: str, speed: float, format_type: str) -> SpokenAudio:
         loop = asyncio.get_running_loop()
@@ -245,11 +402,14 @@ class Voice:
     def speak_blocking(self, text: str, voice: str, speed: float, format_type: str) -> SpokenAudio:
         speech = self._engine.synthesize(text, voice, speed)
         out_hz = _OUTPUT_RATES_HZ[format_type]
-        resampler = Resampler(speech.rate_hz, out_hz, "hq")
-        pcm = np.concatenate([resampler.process(speech.pcm), resampler.flush()])
-        # Drop the filter's delay so word marks line up with the audio.
-        delay = round(resampler.output_delay())
-        pcm = np.ascontiguousarray(pcm[delay : delay + resampler.output_len(len(speech.pcm))])
+        if out_hz == speech.rate_hz:
+            pcm = speech.pcm  # hibari speaks 24 kHz already
+        else:
+            resampler = Resampler(speech.rate_hz, out_hz, "hq")
+            pcm = np.concatenate([resampler.process(speech.pcm), resampler.flush()])
+            # Drop the filter's delay so word marks line up with the audio.
+            delay = round(resampler.output_delay())
+            pcm = np.ascontiguousarray(pcm[delay : delay + resampler.output_len(len(speech.pcm))])
         if format_type == "audio/pcmu":
             audio, bytes_per_sample = g711.ulaw_encode(pcm), 1
         elif format_type == "audio/pcma":

@@ -1,0 +1,551 @@
+"""Session metrics: latencies, token usage and interruptions, per response and per session.
+
+Two parts:
+
+* :class:`MetricsCollector` does the arithmetic. It is pure — no I/O, no clock of its own: the
+  session feeds it the wire events it receives (and what it did itself: a commit, an
+  interruption, the first sample of a response played) together with the time, and it returns
+  the metrics that became complete. A test drives it with plain calls and made-up times.
+* :class:`PlaybackWatcher` is the one piece that needs the event loop. A
+  :class:`~voxwire.audio.PlaybackClock` has no callback — the audio device pops its ring from
+  its own thread — so while a response's first audio waits in the ring, the watcher looks at
+  the clock every few milliseconds and reports the moment it sees the audio started. It runs
+  only in that window (usually tens of milliseconds per response); the session owns its task.
+
+What is measured (all times in seconds, from the session's monotonic clock):
+
+* ``speech_end_to_first_audio_s``: from the end of the user's turn — server VAD's
+  ``input_audio_buffer.speech_stopped``, or the client's own ``input_audio_buffer.commit`` — to
+  the first ``response.output_audio.delta`` of the response that answers it;
+* ``speech_end_to_first_played_s``: from the same moment to the first sample of that response
+  leaving the audio output's ring (only with an audio output attached);
+* ``time_to_first_audio_s``: from ``response.created`` to its first audio delta (the model's
+  part of the latency; also set for responses no user turn started);
+* ``duration_s``: ``response.created`` to ``response.done``;
+* ``usage``: the tokens of ``response.done``;
+* input transcription delay: end of the user's turn to
+  ``conversation.item.input_audio_transcription.completed`` (or ``.failed``), reported on its
+  own (:class:`TranscriptionMetrics`) because the service often completes the transcript after
+  the response is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Final, Literal, TypeAlias
+
+from voxwire.audio import PlaybackClock
+from voxwire.protocol import server_events as se
+from voxwire.protocol.audio_ledger import SegmentKey
+from voxwire.protocol.objects import Usage
+
+__all__ = [
+    "LatencyStats",
+    "Metrics",
+    "MetricsCollector",
+    "MetricsRecorder",
+    "PlaybackWatcher",
+    "ResponseMetrics",
+    "SessionMetrics",
+    "TokenUsage",
+    "TranscriptionMetrics",
+]
+
+#: How many user items may wait for their transcription at once (transcription off: none ever
+#: completes, and the oldest anchors are forgotten).
+_MAX_PENDING_TRANSCRIPTIONS: Final = 256
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TokenUsage:
+    """Tokens of ``response.done``'s ``usage`` (0 where the server said nothing); they add up."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    input_text_tokens: int = 0
+    input_audio_tokens: int = 0
+    input_image_tokens: int = 0
+    input_cached_tokens: int = 0
+    output_text_tokens: int = 0
+    output_audio_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @classmethod
+    def from_usage(cls, usage: Usage | None) -> TokenUsage:
+        if usage is None:
+            return cls()
+        inp = usage.input_token_details
+        out = usage.output_token_details
+        return cls(
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            input_text_tokens=(inp.text_tokens or 0) if inp else 0,
+            input_audio_tokens=(inp.audio_tokens or 0) if inp else 0,
+            input_image_tokens=(inp.image_tokens or 0) if inp else 0,
+            input_cached_tokens=(inp.cached_tokens or 0) if inp else 0,
+            output_text_tokens=(out.text_tokens or 0) if out else 0,
+            output_audio_tokens=(out.audio_tokens or 0) if out else 0,
+        )
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            input_text_tokens=self.input_text_tokens + other.input_text_tokens,
+            input_audio_tokens=self.input_audio_tokens + other.input_audio_tokens,
+            input_image_tokens=self.input_image_tokens + other.input_image_tokens,
+            input_cached_tokens=self.input_cached_tokens + other.input_cached_tokens,
+            output_text_tokens=self.output_text_tokens + other.output_text_tokens,
+            output_audio_tokens=self.output_audio_tokens + other.output_audio_tokens,
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResponseMetrics:
+    """One response, reported once it is done — and, with an audio output attached, once its
+    first sample played (or its audio was interrupted unheard).
+
+    ``input_item_id``: the user's audio item whose end the latencies count from (``None`` when
+    no user turn ended before this response: a text message, a tool output, a manual
+    ``create_response``; then the ``speech_end_*`` fields are ``None`` too). ``interrupted``:
+    the response was cancelled, or cut by an interruption while it ran.
+    """
+
+    type: Literal["response"] = field(default="response", init=False)
+    response_id: str
+    status: str | None
+    out_of_band: bool = False
+    input_item_id: str | None = None
+    speech_end_to_first_audio_s: float | None = None
+    speech_end_to_first_played_s: float | None = None
+    time_to_first_audio_s: float | None = None
+    duration_s: float = 0.0
+    interrupted: bool = False
+    usage: TokenUsage = field(default_factory=TokenUsage)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TranscriptionMetrics:
+    """The user's item ``item_id`` was transcribed ``delay_s`` after the user's turn ended
+    (``failed``: the transcription failed after that long)."""
+
+    type: Literal["input_transcription"] = field(default="input_transcription", init=False)
+    item_id: str
+    delay_s: float
+    failed: bool = False
+
+
+Metrics: TypeAlias = ResponseMetrics | TranscriptionMetrics
+"""What a ``metrics_collected`` event carries."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LatencyStats:
+    """Count, sum, minimum and maximum of one latency over the session (constant size)."""
+
+    count: int = 0
+    total_s: float = 0.0
+    min_s: float | None = None
+    max_s: float | None = None
+
+    @property
+    def mean_s(self) -> float | None:
+        return self.total_s / self.count if self.count else None
+
+    def add(self, value_s: float | None) -> LatencyStats:
+        if value_s is None:
+            return self
+        return LatencyStats(
+            count=self.count + 1,
+            total_s=self.total_s + value_s,
+            min_s=value_s if self.min_s is None else min(self.min_s, value_s),
+            max_s=value_s if self.max_s is None else max(self.max_s, value_s),
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SessionMetrics:
+    """Totals of the session so far (``session.metrics``). ``interruptions`` counts every time
+    playback or a response was cut — by ``interrupt()`` or by the user speaking over the
+    assistant — including cuts of audio still playing after its response was done."""
+
+    responses: int = 0
+    interrupted_responses: int = 0
+    interruptions: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    speech_end_to_first_audio: LatencyStats = field(default_factory=LatencyStats)
+    speech_end_to_first_played: LatencyStats = field(default_factory=LatencyStats)
+    time_to_first_audio: LatencyStats = field(default_factory=LatencyStats)
+    response_duration: LatencyStats = field(default_factory=LatencyStats)
+    input_transcription_delay: LatencyStats = field(default_factory=LatencyStats)
+
+
+@dataclass(slots=True)
+class _Open:
+    """A response being measured."""
+
+    created_s: float
+    out_of_band: bool
+    speech_end_s: float | None
+    input_item_id: str | None
+    first_audio_s: float | None = None
+    first_played_s: float | None = None
+    playback_over: bool = False  # played, or cut before anything played
+    interrupted: bool = False
+    done: ResponseMetrics | None = None  # set at response.done, reported when playback allows
+
+
+class MetricsCollector:
+    """The arithmetic of the session's metrics (see the module docstring). Feed it with
+    :meth:`received` (each wire event, with the time it was handled) and the session's own
+    actions; each call returns the metrics it completed, in order.
+
+    ``track_playback``: an audio output is attached, so a response with audio is reported once
+    :meth:`played` (or :meth:`playback_cut`) says what became of its first sample.
+    ``is_out_of_band``: tells out-of-band responses (``conversation="none"``) apart; they never
+    answer the user's turn.
+    """
+
+    def __init__(
+        self,
+        *,
+        track_playback: bool = False,
+        is_out_of_band: Callable[[str], bool] | None = None,
+    ) -> None:
+        self._track_playback = track_playback
+        self._is_out_of_band = is_out_of_band
+        self._turn_end_s: float | None = None  # the end of the user's last turn, not answered yet
+        self._turn_item_id: str | None = None
+        self._commit_s: float | None = None  # the client committed; the server names the item
+        self._item_end_s: OrderedDict[str, float] = OrderedDict()  # for the transcription delay
+        self._open: dict[str, _Open] = {}
+        self._totals = SessionMetrics()
+
+    # --- what the session does --------------------------------------------------------------
+
+    def committed(self, now_s: float) -> None:
+        """The client sent ``input_audio_buffer.commit``: the user's turn ends now."""
+        self._commit_s = now_s
+        self._turn_end_s = now_s
+        self._turn_item_id = None
+
+    def interrupted(self, response_ids: Iterable[str]) -> None:
+        """Playback or responses were cut (``interrupt()`` or barge-in); ``response_ids``: the
+        responses that were still running."""
+        self._totals = replace(self._totals, interruptions=self._totals.interruptions + 1)
+        for response_id in response_ids:
+            record = self._open.get(response_id)
+            if record is not None and record.done is None:
+                record.interrupted = True
+
+    def wants_playback(self, response_id: str) -> bool:
+        """The response has audio and nothing of it was seen playing yet."""
+        record = self._open.get(response_id)
+        return (
+            self._track_playback
+            and record is not None
+            and record.first_played_s is None
+            and not record.playback_over
+        )
+
+    def played(self, response_id: str, now_s: float) -> list[Metrics]:
+        """The first sample of the response left the audio output."""
+        record = self._open.get(response_id)
+        if record is None or record.playback_over:
+            return []
+        record.first_played_s = now_s
+        record.playback_over = True
+        return self._report_if_ready(response_id, record)
+
+    def playback_cut(self) -> list[Metrics]:
+        """An interruption dropped the audio output's ring: responses none of whose audio had
+        played yet will not play it."""
+        out: list[Metrics] = []
+        for response_id, record in list(self._open.items()):
+            if record.first_audio_s is not None and not record.playback_over:
+                record.playback_over = True
+                out += self._report_if_ready(response_id, record)
+        return out
+
+    def flush(self) -> list[Metrics]:
+        """The session ends: report what waited for playback, as it is."""
+        out: list[Metrics] = []
+        for response_id, record in list(self._open.items()):
+            if record.done is not None:
+                record.playback_over = True
+                out += self._report_if_ready(response_id, record)
+        return out
+
+    def snapshot(self) -> SessionMetrics:
+        return self._totals
+
+    # --- what the server says -------------------------------------------------------------------
+
+    def received(self, event: se.ReceivedEvent, now_s: float) -> list[Metrics]:
+        """Account for one wire event handled at ``now_s``."""
+        if type(event) is se.ResponseOutputAudioDelta:  # the frequent one: keep it short
+            record = self._open.get(event.response_id)
+            if record is not None and record.first_audio_s is None:
+                record.first_audio_s = now_s
+            return []
+        handler = _HANDLERS.get(type(event))
+        return handler(self, event, now_s) if handler is not None else []
+
+    def _on_speech_stopped(
+        self, event: se.InputAudioBufferSpeechStopped, now_s: float
+    ) -> list[Metrics]:
+        self._turn_end_s = now_s
+        self._turn_item_id = event.item_id
+        self._remember_item(event.item_id, now_s)
+        return []
+
+    def _on_committed(self, event: se.InputAudioBufferCommitted, now_s: float) -> list[Metrics]:
+        if self._commit_s is not None:  # the client's own commit: now the item has a name
+            self._remember_item(event.item_id, self._commit_s)
+            if self._turn_end_s == self._commit_s and self._turn_item_id is None:
+                self._turn_item_id = event.item_id
+            self._commit_s = None
+        return []
+
+    def _on_response_created(self, event: se.ResponseCreated, now_s: float) -> list[Metrics]:
+        response_id = event.response.id
+        if response_id is None:
+            return []
+        out_of_band = self._is_out_of_band is not None and self._is_out_of_band(response_id)
+        turn_end_s = turn_item_id = None
+        if not out_of_band:  # this response answers the user's last turn, if one ended
+            turn_end_s, turn_item_id = self._turn_end_s, self._turn_item_id
+            self._turn_end_s = self._turn_item_id = None
+        self._open[response_id] = _Open(
+            created_s=now_s,
+            out_of_band=out_of_band,
+            speech_end_s=turn_end_s,
+            input_item_id=turn_item_id,
+        )
+        return []
+
+    def _on_response_done(self, event: se.ResponseDone, now_s: float) -> list[Metrics]:
+        response = event.response
+        record = self._open.get(response.id or "")
+        if record is None or response.id is None:
+            return []
+        first_audio = record.first_audio_s
+        record.done = ResponseMetrics(
+            response_id=response.id,
+            status=response.status,
+            out_of_band=record.out_of_band,
+            input_item_id=record.input_item_id,
+            speech_end_to_first_audio_s=_since(record.speech_end_s, first_audio),
+            time_to_first_audio_s=_since(record.created_s, first_audio),
+            duration_s=now_s - record.created_s,
+            interrupted=record.interrupted or response.status == "cancelled",
+            usage=TokenUsage.from_usage(response.usage),
+        )
+        if first_audio is None or not self._track_playback:
+            record.playback_over = True
+        return self._report_if_ready(response.id, record)
+
+    def _on_transcription_done(
+        self,
+        event: se.InputAudioTranscriptionCompleted | se.InputAudioTranscriptionFailed,
+        now_s: float,
+    ) -> list[Metrics]:
+        end_s = self._item_end_s.pop(event.item_id, None)
+        if end_s is None:
+            return []
+        metrics = TranscriptionMetrics(
+            item_id=event.item_id,
+            delay_s=now_s - end_s,
+            failed=isinstance(event, se.InputAudioTranscriptionFailed),
+        )
+        if not metrics.failed:
+            totals = self._totals
+            self._totals = replace(
+                totals,
+                input_transcription_delay=totals.input_transcription_delay.add(metrics.delay_s),
+            )
+        return [metrics]
+
+    # --- bookkeeping ------------------------------------------------------------------------------
+
+    def _remember_item(self, item_id: str, end_s: float) -> None:
+        self._item_end_s[item_id] = end_s
+        while len(self._item_end_s) > _MAX_PENDING_TRANSCRIPTIONS:
+            self._item_end_s.popitem(last=False)
+
+    def _report_if_ready(self, response_id: str, record: _Open) -> list[Metrics]:
+        if record.done is None or not record.playback_over:
+            return []
+        del self._open[response_id]
+        metrics = record.done
+        if record.first_played_s is not None:
+            metrics = replace(
+                metrics,
+                speech_end_to_first_played_s=_since(record.speech_end_s, record.first_played_s),
+            )
+        t = self._totals
+        self._totals = SessionMetrics(
+            responses=t.responses + 1,
+            interrupted_responses=t.interrupted_responses + metrics.interrupted,
+            interruptions=t.interruptions,
+            usage=t.usage + metrics.usage,
+            speech_end_to_first_audio=t.speech_end_to_first_audio.add(
+                metrics.speech_end_to_first_audio_s
+            ),
+            speech_end_to_first_played=t.speech_end_to_first_played.add(
+                metrics.speech_end_to_first_played_s
+            ),
+            time_to_first_audio=t.time_to_first_audio.add(metrics.time_to_first_audio_s),
+            response_duration=t.response_duration.add(metrics.duration_s),
+            input_transcription_delay=t.input_transcription_delay,
+        )
+        return [metrics]
+
+
+def _since(start_s: float | None, end_s: float | None) -> float | None:
+    return None if start_s is None or end_s is None else end_s - start_s
+
+
+_Handler = Callable[[MetricsCollector, se.ReceivedEvent, float], list[Metrics]]
+
+_HANDLERS: dict[type, _Handler] = {
+    se.InputAudioBufferSpeechStopped: MetricsCollector._on_speech_stopped,  # type: ignore[dict-item]
+    se.InputAudioBufferCommitted: MetricsCollector._on_committed,  # type: ignore[dict-item]
+    se.ResponseCreated: MetricsCollector._on_response_created,  # type: ignore[dict-item]
+    se.ResponseDone: MetricsCollector._on_response_done,  # type: ignore[dict-item]
+    se.InputAudioTranscriptionCompleted: MetricsCollector._on_transcription_done,  # type: ignore[dict-item]
+    se.InputAudioTranscriptionFailed: MetricsCollector._on_transcription_done,  # type: ignore[dict-item]
+}
+
+
+class PlaybackWatcher:
+    """Reports when the first audio of a response starts playing from a
+    :class:`~voxwire.audio.PlaybackClock` (see the module docstring).
+
+    ``watch(response_id, key)`` after the response's first audio went into the clock; the
+    watcher polls ``clock.played(key)`` every ``poll_s`` while anything is watched and calls
+    ``on_played(response_id)`` when it started (or when the clock already forgot the item,
+    which it does once the item has played to its end). ``cut()`` stops watching everything (an
+    interruption dropped the audio). ``on_error`` gets an exception of the polling task, which
+    then stops; ``aclose()`` stops and awaits the task.
+    """
+
+    def __init__(
+        self,
+        clock: PlaybackClock,
+        on_played: Callable[[str], None],
+        on_error: Callable[[BaseException], None],
+        *,
+        poll_s: float = 0.005,
+    ) -> None:
+        self._clock = clock
+        self._on_played = on_played
+        self._on_error = on_error
+        self._poll_s = poll_s
+        self._watched: dict[str, SegmentKey] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    @property
+    def watching(self) -> list[str]:
+        return list(self._watched)
+
+    def watch(self, response_id: str, key: SegmentKey) -> None:
+        if self._closed or response_id in self._watched:
+            return
+        self._watched[response_id] = key
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(
+                self._poll(), name="voxwire-client-playback-watch"
+            )
+
+    def cut(self) -> None:
+        self._watched.clear()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._watched.clear()
+        task = self._task
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            await asyncio.wait([task])
+
+    async def _poll(self) -> None:
+        try:
+            while self._watched:
+                for response_id, key in list(self._watched.items()):
+                    playback = self._clock.played(*key)
+                    if playback is None or playback.started:
+                        del self._watched[response_id]
+                        self._on_played(response_id)
+                if self._watched:
+                    await asyncio.sleep(self._poll_s)
+        except Exception as exc:  # reported by the owner; CancelledError passes through
+            self._watched.clear()
+            self._on_error(exc)
+
+
+class MetricsRecorder:
+    """The session's side of metrics: a :class:`MetricsCollector` fed with the session's clock,
+    a :class:`PlaybackWatcher` when an audio output is attached, and ``emit`` for what they
+    complete. The session calls one method per thing that happened; ``aclose()`` (on shutdown)
+    stops the watcher and reports what still waited for playback."""
+
+    def __init__(
+        self,
+        *,
+        now: Callable[[], float],
+        emit: Callable[[Metrics], None],
+        on_error: Callable[[BaseException], None],
+        audio_output: PlaybackClock | None,
+        is_out_of_band: Callable[[str], bool] | None = None,
+        poll_s: float = 0.005,
+    ) -> None:
+        self._now = now
+        self._emit = emit
+        self.collector = MetricsCollector(
+            track_playback=audio_output is not None, is_out_of_band=is_out_of_band
+        )
+        self._watcher = (
+            PlaybackWatcher(audio_output, self._played, on_error, poll_s=poll_s)
+            if audio_output is not None
+            else None
+        )
+
+    def snapshot(self) -> SessionMetrics:
+        return self.collector.snapshot()
+
+    def received(self, event: se.ReceivedEvent) -> None:
+        for metrics in self.collector.received(event, self._now()):
+            self._emit(metrics)
+
+    def audio_pushed(self, response_id: str, key: SegmentKey) -> None:
+        """Audio of the response went into the audio output."""
+        if self._watcher is not None and self.collector.wants_playback(response_id):
+            self._watcher.watch(response_id, key)
+
+    def committed(self) -> None:
+        self.collector.committed(self._now())
+
+    def interrupted(self, response_ids: Iterable[str]) -> None:
+        self.collector.interrupted(response_ids)
+        if self._watcher is not None:
+            self._watcher.cut()
+            for metrics in self.collector.playback_cut():
+                self._emit(metrics)
+
+    async def aclose(self) -> None:
+        if self._watcher is not None:
+            await self._watcher.aclose()
+        for metrics in self.collector.flush():
+            self._emit(metrics)
+
+    def _played(self, response_id: str) -> None:
+        for metrics in self.collector.played(response_id, self._now()):
+            self._emit(metrics)

@@ -1,0 +1,480 @@
+"""``ToolRunner``: runs the function calls the model makes, for one session.
+
+The session hands it every wire event (:meth:`ToolRunner.on_server_event`, synchronous, from
+the receive loop); the runner never blocks that loop. A call starts when its function call item
+is done (``response.output_item.done``) and runs as a task owned by the session's
+:class:`~voxwire.asyncio.supervisor.OwnedTasks`:
+
+1. the tool is looked up in the agent snapshot that was active when the call arrived (a
+   handoff in the same response does not reroute it); an unknown name, or arguments that do
+   not parse or fit, become an error output the model sees, plus an ``error`` event;
+2. approval, if the tool needs it: a ``tool_approval_requested`` event, then the call waits for
+   ``approve`` / ``reject`` (a sticky ``always`` decision answers later calls of the tool);
+3. ``tool_start``, the function (a coroutine function awaited, a plain one in a thread) under
+   its timeout, ``tool_end`` with the output — a timeout or an exception gives the model an
+   error message and the application an ``error`` event (``source="tool"``), and the session
+   goes on;
+4. delivery: a ``function_call_output`` item. The output is computed once; if sending it fails,
+   or the server rejects it, the same output (same item id) is sent again, up to
+   ``delivery_attempts`` times — the tool never runs twice.
+
+When a response is done and every call it made has an output the server acknowledged, the
+runner reports ``function_tools_executed`` and asks for ONE follow-up response, through the
+session's response gate (held while another response is active). The decision is
+:class:`~voxwire.agents.ToolBatches`'.
+
+Calls of declaration-only tools (:class:`voxwire.protocol.FunctionTool`), and calls made by
+out-of-band responses, are the application's to answer: the runner leaves them alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from voxwire.agents.agent import ResolvedAgent, ResolvedHandoff
+from voxwire.agents.batch import CallOutcome, ToolBatches
+from voxwire.agents.tool import (
+    BackgroundResult,
+    FunctionTool,
+    ToolArgumentsError,
+    ToolCall,
+    ToolContext,
+    ToolTimeoutError,
+    format_output,
+    needs_approval,
+)
+from voxwire.asyncio import events as ev
+from voxwire.asyncio.errors import SessionClosed
+from voxwire.asyncio.supervisor import OwnedTasks, UserCodeTimeout, run_user_code
+from voxwire.exceptions import ConfigurationError, InvalidState
+from voxwire.protocol import server_events as se
+from voxwire.protocol.items import FunctionCallItem
+
+__all__ = ["DEFAULT_REJECTION_MESSAGE", "ToolHost", "ToolRunner"]
+
+DEFAULT_REJECTION_MESSAGE = "The user declined this tool call; it was not run."
+
+
+class ToolHost(Protocol):
+    """What the runner needs of the session."""
+
+    def emit(self, event: ev.SessionEvent) -> None:
+        """Queue a session event for the application."""
+
+    def send_output(self, call_id: str, output: str, item_id: str | None) -> tuple[str, str]:
+        """Queue a ``function_call_output`` create (``item_id``: reuse it when resending);
+        ``(event_id, item_id)``."""
+
+    async def flush(self) -> None:
+        """Send what is queued; raises :class:`SessionClosed` when the connection is gone."""
+
+    def request_response(self) -> None:
+        """Queue the gated follow-up ``response.create``."""
+
+    def is_out_of_band(self, response_id: str) -> bool: ...
+
+    def tool_span(self, name: str, call_id: str) -> contextlib.AbstractContextManager[Any]:
+        """Tracing around one tool run."""
+
+    async def hand_off(self, call_id: str, handoff: ResolvedHandoff, source: ResolvedAgent) -> None:
+        """Switch to ``handoff``'s target (raises if it cannot; then nothing changed)."""
+
+
+@dataclass
+class _Call:
+    call_id: str
+    name: str
+    arguments: str
+    response_id: str
+    snapshot: ResolvedAgent
+    outcome: CallOutcome | None = None
+    item_id: str | None = None
+    attempts: int = 0
+    delivered: bool = False
+
+
+class ToolRunner:
+    """Runs calls for one session (see the module docstring). ``agent`` returns the active
+    agent snapshot (``None``: no agent, nothing runs)."""
+
+    def __init__(
+        self,
+        host: ToolHost,
+        tasks: OwnedTasks,
+        agent: Callable[[], ResolvedAgent | None],
+        *,
+        delivery_attempts: int = 3,
+        retry_delay_s: float = 0.05,
+        rejection_message: str = DEFAULT_REJECTION_MESSAGE,
+    ) -> None:
+        if delivery_attempts < 1:
+            raise ConfigurationError(
+                f"tool_output_attempts={delivery_attempts!r} is invalid: expected 1 or more"
+            )
+        self._host = host
+        self._tasks = tasks
+        self._agent = agent
+        self._attempts = delivery_attempts
+        self._retry_delay_s = retry_delay_s
+        self._rejection_message = rejection_message
+        self._batches = ToolBatches()
+        self._calls: dict[str, _Call] = {}
+        self._by_event: dict[str, _Call] = {}
+        self._by_item: dict[str, _Call] = {}
+        self._approvals: dict[str, tuple[str, asyncio.Future[tuple[bool, str | None]]]] = {}
+        self._sticky: dict[str, bool] = {}
+
+    # --- what the application sees ----------------------------------------------------------------
+
+    @property
+    def pending_approvals(self) -> tuple[str, ...]:
+        """Call ids waiting for approve / reject."""
+        return tuple(self._approvals)
+
+    @property
+    def running(self) -> int:
+        """Calls started whose response's follow-up has not been decided yet."""
+        return len(self._calls)
+
+    def approve(self, call_id: str, *, always: bool = False) -> None:
+        name, future = self._waiting(call_id)
+        if always:
+            self._sticky[name] = True
+        if not future.done():
+            future.set_result((True, None))
+
+    def reject(self, call_id: str, *, message: str | None = None, always: bool = False) -> None:
+        name, future = self._waiting(call_id)
+        if always:
+            self._sticky[name] = False
+        if not future.done():
+            future.set_result((False, message))
+
+    def _waiting(self, call_id: str) -> tuple[str, asyncio.Future[tuple[bool, str | None]]]:
+        entry = self._approvals.get(call_id)
+        if entry is None:
+            waiting = ", ".join(self._approvals) or "none"
+            raise InvalidState(
+                f"no tool call {call_id!r} is waiting for approval (waiting: {waiting}); answer "
+                "the call_id of a tool_approval_requested event, once"
+            )
+        return entry
+
+    # --- events in (synchronous, from the receive loop) -------------------------------------------
+
+    def on_server_event(self, event: se.ReceivedEvent) -> None:
+        if isinstance(event, se.ResponseOutputItemDone):
+            self._call_done(event)
+        elif isinstance(event, se.ConversationItemAdded | se.ConversationItemCreated):
+            call = self._by_item.get(event.item.id or "")
+            if call is not None and not call.delivered:
+                self._delivered(call)
+        elif isinstance(event, se.ErrorEvent):
+            call = self._by_event.pop(event.error.event_id or "", None)
+            if call is not None and not call.delivered:
+                self._rejected(call, event.error.message)
+        elif isinstance(event, se.ResponseDone) and event.response.id is not None:
+            self._batches.response_done(event.response.id, event.response.status)
+        else:
+            return
+        self._follow_up()
+
+    def _call_done(self, event: se.ResponseOutputItemDone) -> None:
+        item = event.item
+        if not isinstance(item, FunctionCallItem) or item.call_id is None:
+            return
+        if item.status == "incomplete" or item.call_id in self._calls:
+            return
+        snapshot = self._agent()
+        if snapshot is None or item.name in snapshot.declared:
+            return  # the application answers declaration-only tools
+        if self._host.is_out_of_band(event.response_id):
+            return
+        call = _Call(
+            call_id=item.call_id,
+            name=item.name,
+            arguments=item.arguments,
+            response_id=event.response_id,
+            snapshot=snapshot,
+        )
+        self._calls[call.call_id] = call
+        self._batches.call_started(call.response_id, call.call_id)
+        self._tasks.spawn(self._run(call), name=f"voxwire-client-tool-{call.name}", kind="tool")
+
+    def _delivered(self, call: _Call) -> None:
+        call.delivered = True
+        self._batches.delivered(call.call_id)
+        for event_id in [e for e, c in self._by_event.items() if c is call]:
+            del self._by_event[event_id]
+
+    def _rejected(self, call: _Call, reason: str) -> None:
+        """The server refused the output item: send it again (same output), or give up."""
+        if call.outcome is None:
+            return
+        if call.attempts < self._attempts:
+            self._queue_output(call)  # the receive loop flushes after this event
+            return
+        self._give_up(call, reason)
+
+    def _give_up(self, call: _Call, reason: str) -> None:
+        self._host.emit(
+            ev.ErrorEvent(
+                message=f"the output of tool call {call.call_id} ({call.name}) could not be "
+                f"delivered after {call.attempts} attempt(s): {reason}",
+                source="tool",
+            )
+        )
+        if call.outcome is not None:
+            self._batches.call_finished(
+                dataclasses.replace(call.outcome, trigger_response=False, is_error=True)
+            )
+        self._delivered(call)
+
+    def _follow_up(self) -> None:
+        for batch in self._batches.pop_ready():
+            for outcome in batch.outcomes:
+                self._forget(outcome.call_id)
+            if batch.trigger_response:
+                self._host.request_response()
+            self._host.emit(
+                ev.FunctionToolsExecutedEvent(
+                    response_id=batch.response_id,
+                    outcomes=batch.outcomes,
+                    response_requested=batch.trigger_response,
+                )
+            )
+
+    def _forget(self, call_id: str) -> None:
+        call = self._calls.pop(call_id, None)
+        if call is not None and call.item_id is not None:
+            self._by_item.pop(call.item_id, None)
+
+    # --- one call (an owned task) -----------------------------------------------------------------
+
+    async def _run(self, call: _Call) -> None:
+        target = call.snapshot.lookup(call.name)
+        try:
+            if target is None:
+                outcome = self._error_outcome(
+                    call,
+                    f"the model called {call.name!r}, which is not a tool of agent "
+                    f"{call.snapshot.agent.name!r}",
+                    model_text=f"There is no tool named {call.name}.",
+                )
+            elif isinstance(target, ResolvedHandoff):
+                outcome = await self._hand_off(call, target)
+            else:
+                outcome = await self._execute(call, target)
+        except Exception as exc:  # a bug of ours: still answer the model, and report it
+            outcome = self._error_outcome(
+                call, f"running tool call {call.call_id} failed: {exc!r}", exc=exc
+            )
+        await self._deliver(call, outcome)
+
+    def _error_outcome(
+        self,
+        call: _Call,
+        message: str,
+        *,
+        model_text: str | None = None,
+        exc: BaseException | None = None,
+        source: ev.ErrorSource = "tool",
+    ) -> CallOutcome:
+        self._host.emit(ev.ErrorEvent(message=message, source=source, exception=exc))
+        return CallOutcome(
+            call_id=call.call_id,
+            name=call.name,
+            arguments=call.arguments,
+            output=model_text if model_text is not None else message,
+            is_error=True,
+        )
+
+    async def _execute(self, call: _Call, tool: FunctionTool) -> CallOutcome:
+        agent = call.snapshot.agent
+        try:
+            arguments = tool.parse_arguments(call.arguments)
+        except ToolArgumentsError as exc:
+            return self._error_outcome(
+                call,
+                f"tool {call.name!r} was called with bad arguments: {exc}",
+                model_text=f"Invalid arguments for {call.name}: {exc}. Call it again with "
+                "arguments that fit its parameters.",
+                exc=exc,
+            )
+        request = ToolCall(
+            call_id=call.call_id,
+            name=call.name,
+            arguments=arguments,
+            raw_arguments=call.arguments,
+            agent=agent,
+        )
+        try:
+            approved, message = await self._approval(tool, request)
+        except Exception as exc:
+            return self._error_outcome(
+                call, f"the approval policy of tool {call.name!r} raised: {exc!r}", exc=exc
+            )
+        if not approved:
+            return CallOutcome(
+                call_id=call.call_id,
+                name=call.name,
+                arguments=call.arguments,
+                output=message or self._rejection_message,
+                is_error=False,
+            )
+        self._host.emit(
+            ev.ToolStartEvent(
+                call_id=call.call_id, name=call.name, arguments=call.arguments, agent=agent
+            )
+        )
+        error: BaseException | None = None
+        trigger = True
+        try:
+            with self._host.tool_span(call.name, call.call_id):
+                value = await self._invoke(tool, request)
+        except ToolTimeoutError as exc:
+            error = exc
+            assert tool.timeout_s is not None
+            message_for = tool.timeout_message
+            output = (
+                message_for
+                if isinstance(message_for, str)
+                else message_for(request, tool.timeout_s)
+            )
+        except Exception as exc:
+            error = exc
+            output = tool.failure_message(request, exc)
+        else:
+            if isinstance(value, BackgroundResult):
+                trigger, value = False, value.output
+            output = format_output(value)
+        self._host.emit(
+            ev.ToolEndEvent(
+                call_id=call.call_id,
+                name=call.name,
+                arguments=call.arguments,
+                agent=agent,
+                output=output,
+                error=error,
+            )
+        )
+        if error is not None:
+            what = "timed out" if isinstance(error, ToolTimeoutError) else f"raised {error!r}"
+            self._host.emit(
+                ev.ErrorEvent(
+                    message=f"tool {call.name!r} (call {call.call_id}) {what}",
+                    source="tool",
+                    exception=error,
+                )
+            )
+        return CallOutcome(
+            call_id=call.call_id,
+            name=call.name,
+            arguments=call.arguments,
+            output=output,
+            is_error=error is not None,
+            trigger_response=trigger,
+        )
+
+    async def _approval(self, tool: FunctionTool, request: ToolCall) -> tuple[bool, str | None]:
+        if not await needs_approval(tool, request):
+            return True, None
+        sticky = self._sticky.get(request.name)
+        if sticky is not None:
+            return sticky, None
+        future: asyncio.Future[tuple[bool, str | None]] = asyncio.get_running_loop().create_future()
+        self._approvals[request.call_id] = (request.name, future)
+        self._host.emit(
+            ev.ToolApprovalRequestedEvent(
+                call_id=request.call_id,
+                name=request.name,
+                arguments=request.raw_arguments,
+                agent=request.agent,
+            )
+        )
+        try:
+            return await future
+        finally:
+            self._approvals.pop(request.call_id, None)
+
+    async def _invoke(self, tool: FunctionTool, request: ToolCall) -> Any:
+        args, kwargs = tool.call_args(request.arguments, ToolContext(call=request))
+        if tool.is_coroutine:
+            work: Coroutine[Any, Any, Any] = tool.function(*args, **kwargs)
+        else:
+            work = _in_thread(tool.function, *args, **kwargs)
+        try:
+            return await run_user_code(
+                work, name=f"voxwire-client-tool-{tool.name}-run", timeout_s=tool.timeout_s
+            )
+        except UserCodeTimeout as exc:
+            raise ToolTimeoutError(
+                f"tool {tool.name!r} did not finish within {tool.timeout_s:g} s"
+            ) from exc
+
+    async def _hand_off(self, call: _Call, target: ResolvedHandoff) -> CallOutcome:
+        try:
+            await self._host.hand_off(call.call_id, target, call.snapshot)
+        except SessionClosed:
+            raise
+        except Exception as exc:
+            return self._error_outcome(
+                call,
+                f"the handoff from {call.snapshot.agent.name!r} to {target.target.name!r} "
+                f"failed: {exc!r}",
+                model_text=f"The transfer to {target.target.name} failed: {exc}. Carry on "
+                "with the user yourself.",
+                exc=exc,
+                source="agent",
+            )
+        return CallOutcome(
+            call_id=call.call_id,
+            name=call.name,
+            arguments=call.arguments,
+            output=format_output({"assistant": target.target.name}),
+        )
+
+    # --- delivery ---------------------------------------------------------------------------------
+
+    def _queue_output(self, call: _Call) -> None:
+        assert call.outcome is not None
+        call.attempts += 1
+        event_id, item_id = self._host.send_output(call.call_id, call.outcome.output, call.item_id)
+        call.item_id = item_id
+        self._by_item[item_id] = call
+        self._by_event[event_id] = call
+
+    async def _deliver(self, call: _Call, outcome: CallOutcome) -> None:
+        """Send the output until it is handed to the connection (the acknowledgement comes as
+        an event). The output is fixed here: a retry sends the same text."""
+        call.outcome = outcome
+        self._batches.call_finished(outcome)
+        while True:
+            try:
+                self._queue_output(call)
+                await self._host.flush()
+                return
+            except SessionClosed:
+                return  # the connection is gone; the output stays with the call, unsent
+            except Exception as exc:
+                if call.delivered:
+                    return
+                if call.attempts >= self._attempts:
+                    self._give_up(call, repr(exc))
+                    self._follow_up()
+                    return
+                await asyncio.sleep(self._retry_delay_s * call.attempts)
+                if call.delivered:
+                    return
+
+
+async def _in_thread(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    result = await asyncio.to_thread(function, *args, **kwargs)
+    if isinstance(result, Awaitable):  # a plain function that returned a coroutine
+        return await result
+    return result
