@@ -461,6 +461,33 @@ def test_connect_times_out_and_releases_everything() -> None:
     run(body())
 
 
+def test_close_aborts_a_slow_handshake_at_once() -> None:
+    started = asyncio.Event()
+    aborted = asyncio.Event()
+
+    async def hanging(request: ConnectRequest) -> Transport:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            aborted.set()
+        raise AssertionError("unreachable")
+
+    async def body() -> None:
+        # The handshake timeout is far away: close() must not wait for it.
+        session = RealtimeSession(url="ws://x/v1/realtime", connector=hanging, open_timeout_s=600)
+        connecting = asyncio.create_task(session.connect())
+        await started.wait()
+        await asyncio.wait_for(session.close(), 10)
+        assert aborted.is_set()
+        with pytest.raises(SessionClosed, match="closed while connecting"):
+            await connecting
+        assert session.state is SessionState.CLOSED
+        assert_only_current_task()
+
+    run(body())
+
+
 def test_connection_lost_while_waiting_for_session_updated() -> None:
     from voxwire.testing import ScriptedServer
 

@@ -268,6 +268,7 @@ class RealtimeSession:
         self._shutdown_task: asyncio.Task[None] | None = None
         self._closed_event: asyncio.Event | None = None
         self._close_requested = False
+        self._attempt: asyncio.Future[Transport] | None = None  # the connection being opened
         self._close_event: ev.CloseEvent | None = None
         self._update_waiter: asyncio.Future[None] | None = None
         self._update_event_id: str | None = None
@@ -505,12 +506,24 @@ class RealtimeSession:
             self._queue.put(ev.AgentStartEvent(agent=resolved.agent))
 
     async def _connect_one(self, request: ConnectRequest) -> Transport:
+        # The attempt is a task of its own so that close() can abort a slow handshake at once
+        # (it cancels self._attempt) instead of waiting for the handshake timeout.
+        attempt = asyncio.ensure_future(self._connector(request))
+        self._attempt = attempt
         try:
-            return await asyncio.wait_for(self._connector(request), self._open_timeout_s)
-        except (TimeoutError, asyncio.TimeoutError) as exc:  # distinct types before 3.11
+            done, _ = await asyncio.wait([attempt], timeout=self._open_timeout_s)
+        finally:
+            self._attempt = None
+            if not attempt.done():  # timed out, or connect() itself was cancelled
+                attempt.cancel()
+                await asyncio.gather(attempt, return_exceptions=True)
+        if not done:
             raise ConnectionFailed(
                 f"connecting to {request.url} timed out after {self._open_timeout_s} s"
-            ) from exc
+            )
+        if attempt.cancelled():
+            raise SessionClosed("the session was closed while connecting")
+        return attempt.result()
 
     def _check_close_requested(self) -> None:
         if self._close_requested:
@@ -528,6 +541,8 @@ class RealtimeSession:
             # connect() notices at its next step and releases what it holds.
             self._close_requested = True
             self._fail_update_waiter(SessionClosed("the session was closed while connecting"))
+            if self._attempt is not None:
+                self._attempt.cancel()
             assert self._closed_event is not None
             await self._closed_event.wait()
             return
