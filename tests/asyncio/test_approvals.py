@@ -8,9 +8,16 @@ import asyncio
 
 import pytest
 
-from tests.asyncio.agent_helpers import last_assistant_text, of_type, settle
+from tests.asyncio.agent_helpers import (
+    agent_session,
+    ask,
+    counting_tool,
+    last_assistant_text,
+    of_type,
+    settle,
+)
 from tests.asyncio.helpers import MANUAL, assert_only_current_task, run, serving, until
-from voxwire.agents import RealtimeAgent, ToolCall, function_tool
+from voxwire.agents import RealtimeAgent, ToolCall
 from voxwire.asyncio import RealtimeSession
 from voxwire.asyncio.events import ToolApprovalRequestedEvent, ToolStartEvent
 from voxwire.exceptions import InvalidState
@@ -29,28 +36,26 @@ SCENARIO = Scenario.from_mapping(
 
 
 def booking_agent(needs_approval: object = True) -> tuple[RealtimeAgent, list[str]]:
-    booked: list[str] = []
-
-    @function_tool(needs_approval=needs_approval)  # type: ignore[arg-type]
-    async def book(city: str) -> str:
-        booked.append(city)
-        return f"booked {city}"
-
+    book, booked = counting_tool(
+        "book", lambda city: f"booked {city}", needs_approval=needs_approval
+    )
     return RealtimeAgent(name="agent", tools=[book]), booked
+
+
+async def approval_request(session: RealtimeSession, text: str) -> ToolApprovalRequestedEvent:
+    """Send ``text``; the approval request the call it leads to waits on."""
+    await session.send_message(text)
+    request = (await until(session, "tool_approval_requested"))[-1]
+    assert isinstance(request, ToolApprovalRequestedEvent)
+    return request
 
 
 def test_an_approved_call_runs_after_the_request() -> None:
     agent, booked = booking_agent()
 
     async def body() -> None:
-        async with (
-            serving(scenario=SCENARIO) as server,
-            RealtimeSession(agent, url=server.url(), config=MANUAL) as session,
-        ):
-            await session.send_message("book paris")
-            events = await until(session, "tool_approval_requested")
-            request = events[-1]
-            assert isinstance(request, ToolApprovalRequestedEvent)
+        async with agent_session(agent, SCENARIO) as session:
+            request = await approval_request(session, "book paris")
             assert (request.name, request.agent) == ("book", agent)
             assert session.pending_tool_approvals == (request.call_id,)
             assert booked == []
@@ -69,13 +74,8 @@ def test_a_rejected_call_does_not_run_and_the_model_gets_the_message() -> None:
     agent, booked = booking_agent()
 
     async def body() -> None:
-        async with (
-            serving(scenario=SCENARIO) as server,
-            RealtimeSession(agent, url=server.url(), config=MANUAL) as session,
-        ):
-            await session.send_message("book paris")
-            request = (await until(session, "tool_approval_requested"))[-1]
-            assert isinstance(request, ToolApprovalRequestedEvent)
+        async with agent_session(agent, SCENARIO) as session:
+            request = await approval_request(session, "book paris")
             session.reject_tool_call(request.call_id, message="The user said no.")
             events = await settle(session)
             assert booked == []
@@ -89,17 +89,11 @@ def test_always_answers_later_calls_of_the_tool() -> None:
     agent, booked = booking_agent()
 
     async def body() -> None:
-        async with (
-            serving(scenario=SCENARIO) as server,
-            RealtimeSession(agent, url=server.url(), config=MANUAL) as session,
-        ):
-            await session.send_message("book paris")
-            request = (await until(session, "tool_approval_requested"))[-1]
-            assert isinstance(request, ToolApprovalRequestedEvent)
+        async with agent_session(agent, SCENARIO) as session:
+            request = await approval_request(session, "book paris")
             session.approve_tool_call(request.call_id, always=True)
             await settle(session)
-            await session.send_message("book rome")
-            events = await settle(session)
+            events = await ask(session, "book rome")
             assert not of_type(events, ToolApprovalRequestedEvent)
             assert booked == ["Paris", "Rome"]
 
@@ -114,17 +108,11 @@ def test_an_approval_policy_decides_per_call() -> None:
     agent, booked = booking_agent(only_rome)
 
     async def body() -> None:
-        async with (
-            serving(scenario=SCENARIO) as server,
-            RealtimeSession(agent, url=server.url(), config=MANUAL) as session,
-        ):
-            await session.send_message("book paris")
-            events = await settle(session)
+        async with agent_session(agent, SCENARIO) as session:
+            events = await ask(session, "book paris")
             assert not of_type(events, ToolApprovalRequestedEvent)
             assert booked == ["Paris"]
-            await session.send_message("book rome")
-            request = (await until(session, "tool_approval_requested"))[-1]
-            assert isinstance(request, ToolApprovalRequestedEvent)
+            request = await approval_request(session, "book rome")
             session.approve_tool_call(request.call_id)
             await settle(session)
             assert booked == ["Paris", "Rome"]
@@ -136,10 +124,7 @@ def test_answering_an_unknown_call_is_an_error_at_once() -> None:
     agent, _ = booking_agent()
 
     async def body() -> None:
-        async with (
-            serving(scenario=SCENARIO) as server,
-            RealtimeSession(agent, url=server.url(), config=MANUAL) as session,
-        ):
+        async with agent_session(agent, SCENARIO) as session:
             with pytest.raises(InvalidState, match="waiting: none"):
                 session.approve_tool_call("call_nope")
             with pytest.raises(InvalidState):
@@ -155,9 +140,7 @@ def test_close_while_a_call_waits_for_approval_leaves_no_task() -> None:
         async with serving(scenario=SCENARIO) as server:
             session = RealtimeSession(agent, url=server.url(), config=MANUAL)
             await session.connect()
-            await session.send_message("book paris")
-            request = (await until(session, "tool_approval_requested"))[-1]
-            assert isinstance(request, ToolApprovalRequestedEvent)
+            request = await approval_request(session, "book paris")
             await session.close()
             assert session.pending_tool_approvals == ()
             with pytest.raises(InvalidState):

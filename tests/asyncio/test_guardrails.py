@@ -6,15 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.asyncio.agent_helpers import of_type, settle
-from tests.asyncio.helpers import (
-    MANUAL,
-    SLOW,
-    assert_only_current_task,
-    run,
-    serving,
-    until,
-)
+from tests.asyncio.agent_helpers import agent_session, ask, of_type
+from tests.asyncio.helpers import SLOW, assert_only_current_task, run, until
 from voxwire.agents import GuardrailResult, RealtimeAgent, output_guardrail
 from voxwire.asyncio import RealtimeSession
 from voxwire.asyncio.events import (
@@ -42,14 +35,8 @@ def test_a_tripped_guardrail_cuts_the_response_and_asks_again() -> None:
     agent = RealtimeAgent(name="teller", output_guardrails=[no_fairy_tales])
 
     async def body() -> None:
-        async with (
-            serving(pacing=SLOW) as server,
-            RealtimeSession(
-                agent, url=server.url(), config=MANUAL, guardrail_debounce_chars=20
-            ) as session,
-        ):
-            await session.send_message("tell me a story")
-            events = await settle(session)
+        async with agent_session(agent, pacing=SLOW, guardrail_debounce_chars=20) as session:
+            events = await ask(session, "tell me a story")
             (trip,) = of_type(events, GuardrailTrippedEvent)
             assert trip.guardrails == ("no_fairy_tales",)
             assert "upon" in trip.transcript

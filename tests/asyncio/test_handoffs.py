@@ -7,12 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from tests.asyncio.agent_helpers import (
+    agent_session,
+    ask,
     function_call_response,
     last_assistant_text,
     of_type,
-    settle,
+    server_tools,
+    session_config,
 )
-from tests.asyncio.helpers import MANUAL, run, serving, until
+from tests.asyncio.helpers import run, until
 from voxwire.agents import RealtimeAgent, function_tool, handoff
 from voxwire.asyncio import RealtimeSession
 from voxwire.asyncio.events import (
@@ -22,7 +25,7 @@ from voxwire.asyncio.events import (
     HandoffEvent,
     SpeechCreatedEvent,
 )
-from voxwire.protocol.config import AudioConfig, AudioOutputConfig, FunctionTool
+from voxwire.protocol.config import AudioConfig, AudioOutputConfig
 from voxwire.server import Scenario
 from voxwire.testing import ScriptedServer
 
@@ -60,16 +63,8 @@ def agents(**billing: Any) -> tuple[RealtimeAgent, RealtimeAgent]:
     return triage, billing_agent
 
 
-def server_tools(session: RealtimeSession) -> list[str]:
-    config = session.protocol.session
-    assert config is not None
-    tools = config.tools if isinstance(config.tools, list) else []
-    return [t.name for t in tools if isinstance(t, FunctionTool)]
-
-
 def server_voice(session: RealtimeSession) -> object:
-    config = session.protocol.session
-    assert config is not None
+    config = session_config(session)
     assert isinstance(config.audio, AudioConfig)
     assert isinstance(config.audio.output, AudioOutputConfig)
     return config.audio.output.voice
@@ -79,15 +74,9 @@ def test_a_handoff_switches_the_agent_and_the_new_agent_answers() -> None:
     triage, billing = agents(voice="coral")
 
     async def body() -> None:
-        async with (
-            serving(scenario=SCENARIO) as server,
-            RealtimeSession(
-                triage, url=server.url(), config=MANUAL, wait_for_session_updated=True
-            ) as session,
-        ):
+        async with agent_session(triage, SCENARIO, wait_for_session_updated=True) as session:
             assert server_tools(session) == ["transfer_to_billing"]
-            await session.send_message("a question about my invoice")
-            events = await settle(session)
+            events = await ask(session, "a question about my invoice")
             (moved,) = of_type(events, HandoffEvent)
             assert (moved.from_agent, moved.to_agent) == (triage, billing)
             after = events[events.index(moved) :]
@@ -98,9 +87,7 @@ def test_a_handoff_switches_the_agent_and_the_new_agent_answers() -> None:
             assert [e.agent for e in of_type(after, AgentEndEvent)] == [triage]
             assert [e.agent for e in of_type(events, AgentStartEvent)] == [triage, billing]
             assert session.agent is billing
-            config = session.protocol.session
-            assert config is not None
-            assert config.instructions == "You handle invoices."
+            assert session_config(session).instructions == "You handle invoices."
             assert server_tools(session) == ["refund", "transfer_to_triage"]
             assert server_voice(session) == "coral"  # no audio yet: the voice may change
             assert [e.source for e in of_type(events, SpeechCreatedEvent)] == [
@@ -142,22 +129,14 @@ def test_a_failing_on_handoff_keeps_the_agent_and_tells_the_model() -> None:
     )
 
     async def body() -> None:
-        async with (
-            serving(scenario=SCENARIO) as server,
-            RealtimeSession(
-                triage, url=server.url(), config=MANUAL, wait_for_session_updated=True
-            ) as session,
-        ):
-            await session.send_message("invoice please")
-            events = await settle(session)
+        async with agent_session(triage, SCENARIO, wait_for_session_updated=True) as session:
+            events = await ask(session, "invoice please")
             (error,) = of_type(events, ErrorEvent)
             assert error.source == "agent"
             assert isinstance(error.exception, RuntimeError)
             assert not of_type(events, HandoffEvent)
             assert session.agent is triage
-            config = session.protocol.session
-            assert config is not None
-            assert config.instructions == "Route."
+            assert session_config(session).instructions == "Route."
             assert last_assistant_text(session).startswith(
                 "Billing here (The transfer to Billing failed: billing is closed."
             )
@@ -169,14 +148,8 @@ def test_a_handoff_the_server_rejects_keeps_the_agent() -> None:
     triage, _ = agents(voice="not-a-voice")
 
     async def body() -> None:
-        async with (
-            serving(scenario=SCENARIO) as server,
-            RealtimeSession(
-                triage, url=server.url(), config=MANUAL, wait_for_session_updated=True
-            ) as session,
-        ):
-            await session.send_message("invoice please")
-            events = await settle(session)
+        async with agent_session(triage, SCENARIO, wait_for_session_updated=True) as session:
+            events = await ask(session, "invoice please")
             sources = [e.source for e in of_type(events, ErrorEvent)]
             assert sources == ["server", "agent"]
             assert session.agent is triage

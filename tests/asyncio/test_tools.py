@@ -10,10 +10,15 @@ import threading
 from typing import Any
 
 from tests.asyncio.agent_helpers import (
+    StuckTool,
+    agent_session,
+    ask,
+    counting_tool,
     function_call_response,
     last_assistant_text,
     of_type,
-    settle,
+    tool_error,
+    tool_failure,
 )
 from tests.asyncio.helpers import MANUAL, assert_only_current_task, run, serving, until
 from voxwire.agents import (
@@ -56,23 +61,12 @@ WEATHER = Scenario.from_mapping(
 
 
 def test_a_tool_round_trip_against_the_local_server() -> None:
-    calls: list[str] = []
-
-    @function_tool
-    async def get_weather(city: str) -> dict[str, Any]:
-        """The weather in a city."""
-        calls.append(city)
-        return {"temperature": 21, "city": city}
-
+    get_weather, calls = counting_tool(answer=lambda city: {"temperature": 21, "city": city})
     agent = RealtimeAgent(name="forecaster", instructions="Answer.", tools=[get_weather])
 
     async def body() -> None:
-        async with (
-            serving(scenario=WEATHER) as server,
-            RealtimeSession(agent, url=server.url(), config=MANUAL) as session,
-        ):
-            await session.send_message("what is the weather?")
-            events = await settle(session)
+        async with agent_session(agent, WEATHER) as session:
+            events = await ask(session, "what is the weather?")
             assert calls == ["Paris"]
             (start,) = of_type(events, ToolStartEvent)
             (end,) = of_type(events, ToolEndEvent)
@@ -130,12 +124,8 @@ def test_calls_of_one_response_run_concurrently_and_get_one_follow_up() -> None:
     agent = RealtimeAgent(name="a", tools=[get_weather, get_time])
 
     async def body() -> None:
-        async with (
-            serving(scenario=WEATHER) as server,
-            RealtimeSession(agent, url=server.url(), config=MANUAL) as session,
-        ):
-            await session.send_message("both please")
-            events = await settle(session)
+        async with agent_session(agent, WEATHER) as session:
+            events = await ask(session, "both please")
             (executed,) = of_type(events, FunctionToolsExecutedEvent)
             assert [(o.name, o.output) for o in executed.outcomes] == [
                 ("get_weather", "sunny"),
@@ -174,12 +164,8 @@ def test_a_sync_tool_runs_in_a_thread_and_gets_its_context() -> None:
     agent = RealtimeAgent(name="threads", tools=[get_weather])
 
     async def body() -> None:
-        async with (
-            serving(scenario=WEATHER) as server,
-            RealtimeSession(agent, url=server.url(), config=MANUAL) as session,
-        ):
-            await session.send_message("weather?")
-            events = await settle(session)
+        async with agent_session(agent, WEATHER) as session:
+            events = await ask(session, "weather?")
             (end,) = of_type(events, ToolEndEvent)
             assert seen == {"thread": True, "call_id": end.call_id, "agent": "threads"}
             assert last_assistant_text(session) == "Tool said: rain in Paris"
@@ -195,22 +181,13 @@ def test_a_failing_tool_is_reported_and_the_model_is_told() -> None:
     agent = RealtimeAgent(name="a", tools=[get_weather])
 
     async def body() -> None:
-        async with (
-            serving(scenario=WEATHER) as server,
-            RealtimeSession(agent, url=server.url(), config=MANUAL) as session,
-        ):
-            await session.send_message("weather?")
-            events = await settle(session)
-            (error,) = of_type(events, ErrorEvent)
-            assert (error.source, error.recoverable) == ("tool", True)
-            assert isinstance(error.exception, RuntimeError)
-            (end,) = of_type(events, ToolEndEvent)
-            assert isinstance(end.error, RuntimeError)
+        async with agent_session(agent, WEATHER) as session:
+            events = await ask(session, "weather?")
+            end, _ = tool_failure(events, RuntimeError)
             assert end.output == "sorry: the weather service is down"
             assert last_assistant_text(session) == "Tool said: sorry: the weather service is down"
             # The session goes on.
-            await session.send_message("hello there")
-            await settle(session)
+            await ask(session, "hello there")
             assert last_assistant_text(session) == "You said: hello there"
 
     run(body())
@@ -224,14 +201,9 @@ def test_a_tool_that_cancels_itself_is_a_failure_not_a_hang() -> None:
     agent = RealtimeAgent(name="a", tools=[get_weather])
 
     async def body() -> None:
-        async with (
-            serving(scenario=WEATHER) as server,
-            RealtimeSession(agent, url=server.url(), config=MANUAL) as session,
-        ):
-            await session.send_message("weather?")
-            events = await settle(session)
-            (error,) = of_type(events, ErrorEvent)
-            assert error.source == "tool"
+        async with agent_session(agent, WEATHER) as session:
+            events = await ask(session, "weather?")
+            _, error = tool_failure(events, Exception)
             assert "cancelled by its own code" in str(error.exception)
             assert last_assistant_text(session).startswith("Tool said: An error occurred")
 
@@ -239,31 +211,14 @@ def test_a_tool_that_cancels_itself_is_a_failure_not_a_hang() -> None:
 
 
 def test_a_timeout_gives_the_model_the_configured_message_and_cancels_the_tool() -> None:
-    cancelled = asyncio.Event()
-
-    @function_tool(timeout_s=0.05, timeout_message="The weather service is slow today.")
-    async def get_weather(city: str) -> str:
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "never"
-
-    agent = RealtimeAgent(name="a", tools=[get_weather])
+    stuck = StuckTool(timeout_s=0.05, timeout_message="The weather service is slow today.")
+    agent = RealtimeAgent(name="a", tools=[stuck.tool])
 
     async def body() -> None:
-        async with (
-            serving(scenario=WEATHER) as server,
-            RealtimeSession(agent, url=server.url(), config=MANUAL) as session,
-        ):
-            await session.send_message("weather?")
-            events = await settle(session)
-            assert cancelled.is_set()
-            (end,) = of_type(events, ToolEndEvent)
-            assert isinstance(end.error, TimeoutError)
-            (error,) = of_type(events, ErrorEvent)
-            assert error.source == "tool"
+        async with agent_session(agent, WEATHER) as session:
+            events = await ask(session, "weather?")
+            assert stuck.cancelled.is_set()
+            _, error = tool_failure(events, TimeoutError)
             assert "timed out" in error.message
             assert last_assistant_text(session) == "Tool said: The weather service is slow today."
 
@@ -271,27 +226,15 @@ def test_a_timeout_gives_the_model_the_configured_message_and_cancels_the_tool()
 
 
 def test_arguments_that_do_not_fit_are_sent_back_without_running_the_tool() -> None:
-    calls = 0
-
-    @function_tool
-    async def get_weather(city: str) -> str:
-        nonlocal calls
-        calls += 1
-        return "sunny"
-
+    get_weather, calls = counting_tool()
     agent = RealtimeAgent(name="a", tools=[get_weather])
 
     async def body() -> None:
-        async with (
-            serving(scenario=WEATHER) as server,
-            RealtimeSession(agent, url=server.url(), config=MANUAL) as session,
-        ):
-            await session.send_message("typo")
-            events = await settle(session)
-            assert calls == 0
+        async with agent_session(agent, WEATHER) as session:
+            events = await ask(session, "typo")
+            assert calls == []
             assert not of_type(events, ToolStartEvent)
-            (error,) = of_type(events, ErrorEvent)
-            assert error.source == "tool"
+            tool_error(events)
             output = next(i for i in session.history if isinstance(i, HistoryFunctionCallOutput))
             assert output.output.startswith("Invalid arguments for get_weather")
 
@@ -324,10 +267,7 @@ def test_a_background_result_is_delivered_without_a_follow_up() -> None:
 
 
 def test_bad_json_and_unknown_tools_are_answered_with_errors() -> None:
-    @function_tool
-    async def get_weather(city: str) -> str:
-        return "sunny"
-
+    get_weather, calls = counting_tool()
     agent = RealtimeAgent(name="a", tools=[get_weather])
     server = ScriptedServer()
 
@@ -347,6 +287,7 @@ def test_bad_json_and_unknown_tools_are_answered_with_errors() -> None:
             }
             assert outputs["c1"].startswith("Invalid arguments for get_weather")
             assert outputs["c2"] == "There is no tool named launch_rockets."
+            assert calls == []
             await server.wait_for("response.create")
             assert server.sent_types()[-1] == "response.create"
 
@@ -354,14 +295,7 @@ def test_bad_json_and_unknown_tools_are_answered_with_errors() -> None:
 
 
 def test_a_rejected_output_is_sent_again_without_running_the_tool_twice() -> None:
-    runs = 0
-
-    @function_tool
-    async def get_weather(city: str) -> str:
-        nonlocal runs
-        runs += 1
-        return "sunny"
-
+    get_weather, runs = counting_tool()
     agent = RealtimeAgent(name="a", tools=[get_weather])
     server = ScriptedServer(acknowledge_items=False)
 
@@ -395,7 +329,7 @@ def test_a_rejected_output_is_sent_again_without_running_the_tool_twice() -> Non
             )
             events = await until(session, "function_tools_executed")
             await server.wait_for("response.create")
-            assert runs == 1
+            assert runs == ["Rome"]
             (executed,) = of_type(events, FunctionToolsExecutedEvent)
             assert executed.outcomes[0].output == "sunny"
             assert [e.source for e in of_type(events, ErrorEvent)] == ["server"]
@@ -425,7 +359,6 @@ class FlakyTransport:
 
 
 def test_an_output_send_failure_is_retried_without_running_the_tool_twice() -> None:
-    runs = 0
     transports: list[FlakyTransport] = []
 
     async def flaky_connect(request: ConnectRequest) -> Transport:
@@ -433,25 +366,14 @@ def test_an_output_send_failure_is_retried_without_running_the_tool_twice() -> N
         transports.append(transport)
         return transport
 
-    @function_tool
-    async def get_weather(city: str) -> str:
-        nonlocal runs
-        runs += 1
-        return "sunny"
-
+    get_weather, runs = counting_tool()
     agent = RealtimeAgent(name="a", tools=[get_weather])
 
     async def body() -> None:
-        async with (
-            serving(scenario=WEATHER) as server,
-            RealtimeSession(
-                agent, url=server.url(), config=MANUAL, connector=flaky_connect
-            ) as session,
-        ):
-            await session.send_message("weather?")
-            events = await settle(session)
+        async with agent_session(agent, WEATHER, connector=flaky_connect) as session:
+            events = await ask(session, "weather?")
             assert transports[0].failed == 1
-            assert runs == 1
+            assert runs == ["Paris"]
             assert last_assistant_text(session) == "Tool said: sunny"
             assert not of_type(events, ErrorEvent)
             outputs = [i for i in session.history if isinstance(i, HistoryFunctionCallOutput)]
@@ -461,30 +383,18 @@ def test_an_output_send_failure_is_retried_without_running_the_tool_twice() -> N
 
 
 def test_close_while_tools_run_leaves_no_task() -> None:
-    started = asyncio.Event()
-    cancelled = asyncio.Event()
-
-    @function_tool
-    async def get_weather(city: str) -> str:
-        started.set()
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return "never"
-
-    agent = RealtimeAgent(name="a", tools=[get_weather])
+    stuck = StuckTool()
+    agent = RealtimeAgent(name="a", tools=[stuck.tool])
 
     async def body() -> None:
         async with serving(scenario=WEATHER) as server:
             session = RealtimeSession(agent, url=server.url(), config=MANUAL)
             await session.connect()
             await session.send_message("weather?")
-            await asyncio.wait_for(started.wait(), 5)
+            await asyncio.wait_for(stuck.started.wait(), 5)
             assert session.background_tasks == 1
             await session.close()
-            assert cancelled.is_set()
+            assert stuck.cancelled.is_set()
             assert session.background_tasks == 0
             events = [e async for e in session]
             assert events[-1].type == "close"
@@ -495,15 +405,8 @@ def test_close_while_tools_run_leaves_no_task() -> None:
 
 
 def test_the_server_closing_while_a_tool_runs_leaves_no_task() -> None:
-    started = asyncio.Event()
-
-    @function_tool
-    async def get_weather(city: str) -> str:
-        started.set()
-        await asyncio.sleep(30)
-        return "never"
-
-    agent = RealtimeAgent(name="a", tools=[get_weather])
+    stuck = StuckTool()
+    agent = RealtimeAgent(name="a", tools=[stuck.tool])
     server = ScriptedServer()
 
     async def body() -> None:
@@ -512,7 +415,7 @@ def test_the_server_closing_while_a_tool_runs_leaves_no_task() -> None:
         await function_call_response(
             server, response_id="resp_1", calls=[("c1", "get_weather", '{"city": "Oslo"}')]
         )
-        await asyncio.wait_for(started.wait(), 5)
+        await asyncio.wait_for(stuck.started.wait(), 5)
         await server.close(1000)
         events = [e async for e in session]
         assert events[-1].type == "close"

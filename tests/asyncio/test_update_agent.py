@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
-from tests.asyncio.agent_helpers import of_type
-from tests.asyncio.helpers import MANUAL, assert_only_current_task, run, serving, until
+from tests.asyncio.agent_helpers import agent_session, of_type, session_config
+from tests.asyncio.helpers import assert_only_current_task, run, serving, until
 from voxwire.agents import RealtimeAgent, function_tool, handoff
 from voxwire.asyncio import RealtimeSession, SessionState
 from voxwire.asyncio.events import AgentEndEvent, AgentStartEvent
@@ -42,16 +42,10 @@ def test_update_agent_switches_instructions_tools_and_emits_the_transition() -> 
     second = RealtimeAgent(name="second", instructions=later_instructions)
 
     async def body() -> None:
-        async with (
-            serving() as server,
-            RealtimeSession(
-                first, url=server.url(), config=MANUAL, wait_for_session_updated=True
-            ) as session,
-        ):
+        async with agent_session(first, wait_for_session_updated=True) as session:
             await session.update_agent(second)
             assert session.agent is second
-            config = session.protocol.session
-            assert config is not None
+            config = session_config(session)
             assert config.instructions == "You are second."
             assert config.tools == []  # the previous agent's tools are gone
             events = await until(
@@ -100,18 +94,11 @@ def test_an_update_the_server_rejects_keeps_the_previous_agent() -> None:
     odd = RealtimeAgent(name="odd", instructions="Two.", voice="not-a-voice")
 
     async def body() -> None:
-        async with (
-            serving() as server,
-            RealtimeSession(
-                first, url=server.url(), config=MANUAL, wait_for_session_updated=True
-            ) as session,
-        ):
+        async with agent_session(first, wait_for_session_updated=True) as session:
             with pytest.raises(ConfigurationError, match="rejected"):
                 await session.update_agent(odd)
             assert session.agent is first
-            config = session.protocol.session
-            assert config is not None
-            assert config.instructions == "One."
+            assert session_config(session).instructions == "One."
 
     run(body())
 
