@@ -143,7 +143,7 @@ def main() -> None:
 
     e2e = asyncio.run(end_to_end(args.rounds, inputs["audio/pcm"]))
     print(
-        f"\ncommit -> completed over a websocket (2 threads): median "
+        f"\ncommit -> completed over a websocket (default: 1 thread): median "
         f"{statistics.median(e2e) * 1000:.0f} ms, worst {max(e2e) * 1000:.0f} ms"
     )
 

@@ -21,8 +21,10 @@ connects; ``session.updated`` echoing each ``session.update``; ``conversation.it
 ``.done`` for each ``conversation.item.create`` (with the client's id and ``previous_item_id``),
 and ``conversation.item.deleted`` for each delete. Everything else is up to the test:
 :meth:`ScriptedServer.emit` any server event (a mapping or a typed event), or the helpers
-:meth:`~ScriptedServer.text_response` / :meth:`~ScriptedServer.audio_response` that emit a whole
-GA response; :meth:`~ScriptedServer.close` / :meth:`~ScriptedServer.drop` end the connection
+:meth:`~ScriptedServer.text_response` / :meth:`~ScriptedServer.audio_response` /
+:meth:`~ScriptedServer.function_call_response` that emit a whole GA response (``finish=False``
+stops a text response after its deltas, to test what happens mid-response);
+:meth:`~ScriptedServer.close` / :meth:`~ScriptedServer.drop` end the connection
 cleanly or not; :meth:`~ScriptedServer.refuse_next_connect` makes connecting fail.
 """
 
@@ -213,9 +215,76 @@ class ScriptedServer:
         self.transport.push(TransportClosed(clean=False, code=None, reason=reason))
         await asyncio.sleep(0)
 
-    async def text_response(self, text: str, *, chunks: int = 3, status: str = "completed") -> str:
-        """Emit a whole GA text response saying ``text`` (in ``chunks`` deltas); its id."""
-        return await self._response("text", text, None, chunks=chunks, status=status)
+    async def text_response(
+        self, text: str, *, chunks: int = 3, status: str = "completed", finish: bool = True
+    ) -> str:
+        """Emit a whole GA text response saying ``text`` (in ``chunks`` deltas); its id. With
+        ``finish=False`` the response stops after its deltas, still in progress."""
+        return await self._response("text", text, None, chunks=chunks, status=status, finish=finish)
+
+    async def function_call_response(
+        self, calls: Sequence[tuple[str, str, str]], *, response_id: str | None = None
+    ) -> str:
+        """Emit a whole GA response made of function calls, each ``(call_id, name,
+        arguments)`` with its argument delta and done events, in the order the service sends
+        them; the response's id."""
+        response_id = response_id or self._id("resp")
+        response = {"id": response_id, "object": "realtime.response", "status": "in_progress"}
+        events: list[dict[str, Any]] = [
+            {"type": "response.created", "response": {**response, "output": []}}
+        ]
+        done_items = []
+        for index, (call_id, name, arguments) in enumerate(calls):
+            item_id = self._id("item")
+            item = {"id": item_id, "object": "realtime.item", "type": "function_call"}
+            opened = {**item, "status": "in_progress", "call_id": call_id, "name": name}
+            done = {**opened, "status": "completed", "arguments": arguments}
+            where = {"response_id": response_id, "item_id": item_id, "output_index": index}
+            previous, self._last_item_id = self._last_item_id, item_id
+            events += [
+                {
+                    "type": "response.output_item.added",
+                    "response_id": response_id,
+                    "output_index": index,
+                    "item": {**opened, "arguments": ""},
+                },
+                {
+                    "type": "conversation.item.added",
+                    "previous_item_id": previous,
+                    "item": {**opened, "arguments": ""},
+                },
+                {
+                    "type": "response.function_call_arguments.delta",
+                    **where,
+                    "call_id": call_id,
+                    "delta": arguments,
+                },
+                {
+                    "type": "response.function_call_arguments.done",
+                    **where,
+                    "call_id": call_id,
+                    "name": name,
+                    "arguments": arguments,
+                },
+                {
+                    "type": "response.output_item.done",
+                    "response_id": response_id,
+                    "output_index": index,
+                    "item": done,
+                },
+                {"type": "conversation.item.done", "previous_item_id": previous, "item": done},
+            ]
+            done_items.append(done)
+        events.append(
+            {
+                "type": "response.done",
+                "response": {**response, "status": "completed", "output": done_items},
+            }
+        )
+        for event in events:
+            self.transport.push(self._frame(event))
+        await asyncio.sleep(0)
+        return response_id
 
     async def audio_response(
         self,
@@ -237,6 +306,7 @@ class ScriptedServer:
         *,
         chunks: int,
         status: str,
+        finish: bool = True,
     ) -> str:
         response_id, item_id = self._id("resp"), self._id("item")
         ids = {"response_id": response_id, "item_id": item_id, "output_index": 0}
@@ -273,6 +343,11 @@ class ScriptedServer:
                         "delta": text[start : start + size],
                     }
                 )
+            if not finish:
+                for event in events:
+                    self.transport.push(self._frame(event))
+                await asyncio.sleep(0)
+                return response_id
             events.append(
                 {"type": "response.output_text.done", **ids, "content_index": 0, "text": text}
             )

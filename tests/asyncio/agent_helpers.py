@@ -17,7 +17,6 @@ from voxwire.asyncio.history import HistoryMessage
 from voxwire.protocol.config import FunctionTool as FunctionToolDeclaration
 from voxwire.protocol.config import SessionConfig
 from voxwire.server import Pacing, Scenario
-from voxwire.testing import ScriptedServer
 
 
 @asynccontextmanager
@@ -64,41 +63,6 @@ def last_assistant_text(session: RealtimeSession) -> str:
     message = [i for i in session.history if isinstance(i, HistoryMessage)][-1]
     assert message.role == "assistant"
     return message.text
-
-
-async def function_call_response(
-    server: ScriptedServer, *, response_id: str, calls: list[tuple[str, str, str]]
-) -> None:
-    """A response made of function calls: (call_id, name, arguments)."""
-    await server.emit(
-        {
-            "type": "response.created",
-            "response": {"id": response_id, "status": "in_progress", "conversation_id": "conv"},
-        }
-    )
-    for index, (call_id, name, arguments) in enumerate(calls):
-        item = {
-            "id": f"item_{call_id}",
-            "type": "function_call",
-            "status": "completed",
-            "call_id": call_id,
-            "name": name,
-            "arguments": arguments,
-        }
-        await server.emit(
-            {"type": "conversation.item.added", "previous_item_id": None, "item": item}
-        )
-        await server.emit(
-            {
-                "type": "response.output_item.done",
-                "response_id": response_id,
-                "output_index": index,
-                "item": item,
-            }
-        )
-    await server.emit(
-        {"type": "response.done", "response": {"id": response_id, "status": "completed"}}
-    )
 
 
 def counting_tool(

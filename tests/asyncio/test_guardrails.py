@@ -59,35 +59,6 @@ def test_a_tripped_guardrail_cuts_the_response_and_asks_again() -> None:
     run(body())
 
 
-async def stream_text(server: ScriptedServer, response_id: str, pieces: list[str]) -> None:
-    item = {"id": "item_a", "type": "message", "role": "assistant", "content": []}
-    await server.emit(
-        {
-            "type": "response.created",
-            "response": {"id": response_id, "status": "in_progress", "conversation_id": "conv"},
-        }
-    )
-    await server.emit(
-        {
-            "type": "response.output_item.added",
-            "response_id": response_id,
-            "output_index": 0,
-            "item": item,
-        }
-    )
-    for piece in pieces:
-        await server.emit(
-            {
-                "type": "response.output_text.delta",
-                "response_id": response_id,
-                "item_id": "item_a",
-                "output_index": 0,
-                "content_index": 0,
-                "delta": piece,
-            }
-        )
-
-
 def test_concurrent_checks_trip_once_per_response() -> None:
     entered = 0
     three_waiting = asyncio.Event()
@@ -109,7 +80,7 @@ def test_concurrent_checks_trip_once_per_response() -> None:
         async with RealtimeSession(
             agent, connector=server.connect, guardrail_debounce_chars=10
         ) as session:
-            await stream_text(server, "resp_1", ["0123456789"] * 3)
+            response_id = await server.text_response("0123456789" * 3, chunks=3, finish=False)
             await asyncio.wait_for(three_waiting.wait(), 5)
             assert session.background_tasks == 3
             release.set()
@@ -119,7 +90,7 @@ def test_concurrent_checks_trip_once_per_response() -> None:
             assert len(server.sent_of_type("conversation.item.create")) == 1  # one feedback
             assert "response.create" not in server.sent_types()  # held: resp_1 still active
             await server.emit(
-                {"type": "response.done", "response": {"id": "resp_1", "status": "cancelled"}}
+                {"type": "response.done", "response": {"id": response_id, "status": "cancelled"}}
             )
             await server.wait_for("response.create")
             await session.close()
@@ -188,7 +159,7 @@ def test_close_while_a_check_runs_leaves_no_task() -> None:
     async def body() -> None:
         session = RealtimeSession(agent, connector=server.connect, guardrail_debounce_chars=5)
         await session.connect()
-        await stream_text(server, "resp_1", ["long enough"])
+        await server.text_response("long enough", chunks=1, finish=False)
         await asyncio.wait_for(started.wait(), 5)
         await session.close()
         assert session.background_tasks == 0

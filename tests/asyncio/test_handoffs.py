@@ -9,7 +9,6 @@ from typing import Any
 from tests.asyncio.agent_helpers import (
     agent_session,
     ask,
-    function_call_response,
     last_assistant_text,
     of_type,
     server_tools,
@@ -107,8 +106,8 @@ def test_the_voice_is_kept_once_the_conversation_holds_audio() -> None:
     async def body() -> None:
         async with RealtimeSession(triage, connector=server.connect) as session:
             await server.audio_response("Hello there.", [b"\x00\x01" * 480])
-            await function_call_response(
-                server, response_id="resp_2", calls=[("c1", "transfer_to_billing", "{}")]
+            await server.function_call_response(
+                [("c1", "transfer_to_billing", "{}")], response_id="resp_2"
             )
             await until(session, "handoff")
             update = server.sent_of_type("session.update")[-1]["session"]

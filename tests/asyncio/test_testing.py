@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import TypeAdapter
 
 from voxwire.agents import RealtimeAgent
 from voxwire.asyncio import (
@@ -10,13 +11,16 @@ from voxwire.asyncio import (
     CloseEvent,
     ConnectionFailed,
     ErrorEvent,
+    HistoryFunctionCall,
     HistoryMessage,
+    RawServerEvent,
     RealtimeSession,
     ResponseDoneEvent,
+    SessionEvent,
     SessionState,
     TransportClosed,
 )
-from voxwire.protocol import InputAudioBufferCommitted
+from voxwire.protocol import InputAudioBufferCommitted, raw_fields
 from voxwire.testing import ScriptedServer
 
 from .helpers import assert_only_current_task, drain, run, until
@@ -99,5 +103,46 @@ def test_scripted_failures() -> None:
                 detail="connection closed with code 1001: going away",
             )
         assert_only_current_task()
+
+    run(body())
+
+
+def test_every_scripted_response_is_valid_ga_traffic() -> None:
+    """What the scripted server emits validates against the official types, so a test written
+    against it holds against the real service."""
+    official = pytest.importorskip("openai.types.realtime")
+    adapter = TypeAdapter(official.RealtimeServerEvent)
+
+    async def body() -> None:
+        server = ScriptedServer()
+        async with RealtimeSession(connector=server.connect, raw_server_events=True) as session:
+            await server.text_response("Hello there!")
+            await server.audio_response("Hi.", [b"\x01\x00" * 240])
+            await server.function_call_response(
+                [("call_1", "get_weather", '{"city": "Oslo"}'), ("call_2", "get_time", "{}")]
+            )
+            open_id = await server.text_response("Still talking", finish=False)
+            await server.emit({"type": "response.done", "response": {"id": open_id}})
+            done = 0
+
+            def fourth_response_done(event: SessionEvent) -> bool:
+                nonlocal done
+                done += event.type == "response_done"
+                return done == 4
+
+            events = await until(session, fourth_response_done)
+        raw = [e.event for e in events if isinstance(e, RawServerEvent)]
+        kinds = [e.type for e in raw]
+        assert kinds.count("response.done") == 4
+        assert kinds.count("response.function_call_arguments.done") == 2
+        for event in raw:
+            mapping = raw_fields(event)
+            assert mapping is not None
+            adapter.validate_python(mapping)
+        calls = [i for i in session.history if isinstance(i, HistoryFunctionCall)]
+        assert [(c.name, c.arguments) for c in calls] == [
+            ("get_weather", '{"city": "Oslo"}'),
+            ("get_time", "{}"),
+        ]
 
     run(body())

@@ -14,7 +14,6 @@ from tests.asyncio.agent_helpers import (
     agent_session,
     ask,
     counting_tool,
-    function_call_response,
     last_assistant_text,
     of_type,
     tool_error,
@@ -273,10 +272,9 @@ def test_bad_json_and_unknown_tools_are_answered_with_errors() -> None:
 
     async def body() -> None:
         async with RealtimeSession(agent, connector=server.connect) as session:
-            await function_call_response(
-                server,
+            await server.function_call_response(
+                [("c1", "get_weather", "{not json"), ("c2", "launch_rockets", "{}")],
                 response_id="resp_1",
-                calls=[("c1", "get_weather", "{not json"), ("c2", "launch_rockets", "{}")],
             )
             events = await until(session, "function_tools_executed")
             errors = of_type(events, ErrorEvent)
@@ -301,8 +299,8 @@ def test_a_rejected_output_is_sent_again_without_running_the_tool_twice() -> Non
 
     async def body() -> None:
         async with RealtimeSession(agent, connector=server.connect) as session:
-            await function_call_response(
-                server, response_id="resp_1", calls=[("c1", "get_weather", '{"city": "Rome"}')]
+            await server.function_call_response(
+                [("c1", "get_weather", '{"city": "Rome"}')], response_id="resp_1"
             )
             first = await server.wait_for("conversation.item.create")
             await server.emit(
@@ -412,8 +410,8 @@ def test_the_server_closing_while_a_tool_runs_leaves_no_task() -> None:
     async def body() -> None:
         session = RealtimeSession(agent, connector=server.connect)
         await session.connect()
-        await function_call_response(
-            server, response_id="resp_1", calls=[("c1", "get_weather", '{"city": "Oslo"}')]
+        await server.function_call_response(
+            [("c1", "get_weather", '{"city": "Oslo"}')], response_id="resp_1"
         )
         await asyncio.wait_for(stuck.started.wait(), 5)
         await server.close(1000)

@@ -3,8 +3,9 @@
 The embedded default backend of the demo, the peer of the integration tests and a product of
 its own (``voxwire serve``). It speaks the GA protocol over websockets with the protocol core's
 typed events and answers with local components: a pluggable responder (built in: rules from a
-scenario, or a chat-completions endpoint such as a local LLM server), espeak-ng speech through
-the Rust resampler and G.711 codecs, and webrtcvad turn detection (semantic VAD from prosody).
+scenario, or a chat-completions endpoint such as a local LLM server), hibari or espeak-ng speech
+through the Rust resampler and G.711 codecs, webrtcvad turn detection (semantic VAD from
+prosody) and Whisper tiny.en input transcription (faster-whisper).
 Fault injection makes it misbehave on purpose for tests. See docs/server.md.
 
 Modules: ``server`` (handshake, lifecycle), ``connection`` (the pump), ``session`` (client events
@@ -12,7 +13,7 @@ to answers, sans I/O), ``config`` (session defaults, validation, merging), ``con
 ``input_buffer``, ``vad``, ``responder``, ``response`` (one response's events, sans I/O),
 ``responses`` (running, pacing and cancelling them), ``chat`` (a responder over an
 OpenAI-compatible chat-completions endpoint), ``faults`` (fault injection for tests), ``tts``,
-``wire``, ``errors``, ``ids``.
+``transcribe`` (input audio transcription), ``wire``, ``errors``, ``ids``.
 """
 
 from voxwire.server.chat import ChatCompletionsResponder, ChatEndpointError
@@ -38,6 +39,7 @@ from voxwire.server.responder import (
 )
 from voxwire.server.responses import Pacing
 from voxwire.server.server import RealtimeServer
+from voxwire.server.transcribe import Transcriber, Transcript, WhisperTranscriber
 from voxwire.server.tts import NoVoiceError
 
 __all__ = [
@@ -60,6 +62,9 @@ __all__ = [
     "Scenario",
     "SendMalformed",
     "SendUnknown",
+    "Transcriber",
+    "Transcript",
     "Turn",
+    "WhisperTranscriber",
     "faults_from_data",
 ]

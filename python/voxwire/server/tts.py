@@ -287,11 +287,14 @@ class HibariEngine:
             raise NoVoiceError(HIBARI_HINT)
         try:
             from hibari import Hibari
+            from hibari.voices import voice_path
         except ImportError as exc:
             raise NoVoiceError(f"{HIBARI_HINT} (hibari could not be imported: {exc})") from None
         try:
-            self._tts: Any = Hibari(voice=_HIBARI_VOICE, threads=1)
-        except (RuntimeError, OSError) as exc:
+            # The voice in the wheel, never a download: the server works offline.
+            model = voice_path(_HIBARI_VOICE, download_missing=False)
+            self._tts: Any = Hibari(voice=_HIBARI_VOICE, model=model, threads=1)
+        except (RuntimeError, OSError, ValueError) as exc:
             raise NoVoiceError(f"{HIBARI_HINT} (its model could not be loaded: {exc})") from None
         # Its text-to-phoneme tables load on first use (~0.3 s): here, at server start, rather
         # than in the first response.
