@@ -143,7 +143,8 @@ class Client:
 @asynccontextmanager
 async def serving(**options: Any) -> AsyncIterator[RealtimeServer]:
     options.setdefault("pacing", FAST)
-    options.setdefault("scenario", WEATHER)
+    if "responder" not in options:
+        options.setdefault("scenario", WEATHER)
     async with RealtimeServer(**options) as server:
         yield server
 

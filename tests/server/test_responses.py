@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+from voxwire.server.responder import Output, Turn
+
 from .helpers import SLOW, client_of, run, serving
 
 TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
@@ -260,5 +262,41 @@ def test_a_failing_responder_fails_its_response_not_the_session() -> None:
             assert "model server down" in done["status_details"]["error"]["message"]
             await asyncio.sleep(0)
             await c.update(instructions="still here")
+
+    run(body())
+
+
+class _Thinking:
+    """A responder that never makes up its mind (a chat endpoint that hangs)."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self.abandoned = asyncio.Event()
+
+    async def respond(self, turn: Turn) -> list[Output]:
+        self.asked.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self.abandoned.set()
+        raise AssertionError("unreachable")
+
+
+def test_cancel_does_not_wait_for_a_responder_still_deciding() -> None:
+    thinking = _Thinking()
+
+    async def body() -> None:
+        async with serving(responder=thinking) as server, client_of(server) as client:
+            await client.send({"type": "response.create"})
+            await client.until("response.created")
+            await asyncio.wait_for(thinking.asked.wait(), 5)
+            await client.send({"type": "response.cancel"})
+            done = (await client.until("response.done"))[-1]["response"]
+            assert done["status"] == "cancelled"
+            assert thinking.abandoned.is_set()
+            # The connection is free: the next request is answered.
+            await client.send({"type": "response.cancel", "event_id": "again"})
+            error = (await client.until("error"))[-1]["error"]
+            assert error["code"] == "response_cancel_not_active"
 
     run(body())

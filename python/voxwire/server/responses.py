@@ -40,7 +40,7 @@ from voxwire.protocol import (
 )
 from voxwire.server.config import DEFAULT_VOICE
 from voxwire.server.errors import ServerError
-from voxwire.server.responder import CallTool, Responder, Say, Turn
+from voxwire.server.responder import CallTool, Output, Responder, Say, Turn
 from voxwire.server.response import EndStatus, ResponseBuilder, ResponseSpec
 from voxwire.server.session import CancelResponse, ServerSession, StartResponse
 from voxwire.server.tts import Voice
@@ -281,7 +281,7 @@ class ResponseManager:
                 turn = run.turn
                 if self._before_respond is not None:
                     turn = await self._before_respond(turn, run.wake)
-                outputs = [] if run.cancelled else await self._responder.respond(turn)
+                outputs = [] if run.cancelled else await self._decide(run, turn)
                 for output in outputs:
                     if run.cancelled:
                         break
@@ -308,6 +308,22 @@ class ResponseManager:
             self._runs.pop(builder.response_id, None)
             if self._in_conversation is run:
                 self._in_conversation = None
+
+    async def _decide(self, run: _Run, turn: Turn) -> list[Output]:
+        """What the responder says, or nothing if the response is cancelled first: a slow
+        responder (a chat endpoint thinking) must not hold up a cancel or a barge-in."""
+        deciding = asyncio.ensure_future(self._responder.respond(turn))
+        woken = asyncio.ensure_future(run.wake.wait())
+        try:
+            await asyncio.wait([deciding, woken], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            woken.cancel()
+            if not deciding.done():
+                deciding.cancel()
+            await asyncio.gather(woken, deciding, return_exceptions=True)
+        if deciding.cancelled():
+            return []
+        return deciding.result()  # a responder's exception fails this response only
 
     async def _say(self, run: _Run, text: str) -> bool:
         """Stream one assistant message; False if it hit ``max_output_tokens``."""
