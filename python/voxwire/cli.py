@@ -158,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "hibari", "espeak"),
         default="auto",
         help="the voice: hibari (the 'hibari' extra), espeak-ng (the 'server' extra), or auto: "
-        "hibari when installed, else espeak-ng (default)",
+        "espeak-ng when installed, else hibari (default)",
     )
     sv.add_argument("--pace", type=float, default=4.0, help="audio speed, x real time (0: max)")
     sv.add_argument("--text-rate", type=float, default=100.0, help="text deltas per s (0: max)")

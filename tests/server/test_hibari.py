@@ -1,4 +1,4 @@
-"""The hibari voice: real 24 kHz neural speech, the server's default when installed, with its
+"""The hibari voice: real 24 kHz neural speech, chosen with tts="hibari", with its
 transcript next to its audio; heard back by the Whisper engine when that is installed too."""
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ def rms(pcm: np.ndarray[Any, Any]) -> float:
     return float(np.sqrt(np.mean(pcm.astype(np.float64) ** 2)))
 
 
-def test_hibari_is_the_default_voice_and_speaks_24khz_with_its_transcript() -> None:
+def test_hibari_speaks_24khz_with_its_transcript() -> None:
     async def body() -> None:
-        async with serving() as server, client_of(server) as client:
+        async with serving(tts="hibari") as server, client_of(server) as client:
             assert server.tts_engine == "hibari"
             await client.say("hello")
             events = await client.respond(output_modalities=["audio"])
@@ -123,7 +123,7 @@ def test_whisper_hears_what_hibari_said() -> None:
 
 
 def test_voice_choice() -> None:
-    for engine, expected in (("auto", "hibari"), ("hibari", "hibari"), ("espeak", "espeak")):
+    for engine, expected in (("auto", "espeak"), ("hibari", "hibari"), ("espeak", "espeak")):
         voice = Voice.load(engine)
         assert voice.engine == expected
         voice.close()

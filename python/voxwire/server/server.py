@@ -72,7 +72,7 @@ _wire_log.addFilter(_RedactSecrets())
 class RealtimeServer:
     """A local, protocol-faithful Realtime server.
 
-    ``tts="auto"`` (default) speaks with hibari when it is installed, else espeak-ng;
+    ``tts="auto"`` (default) speaks with espeak-ng when it is installed, else hibari;
     ``tts="hibari"`` / ``"espeak"`` choose one; with no voice available, :meth:`start` raises
     :class:`~voxwire.server.tts.NoVoiceError` naming what to install. ``tts=None`` answers in
     text only (sessions default to ``["text"]``).

@@ -1,8 +1,9 @@
 """Offline text-to-speech: hibari (a small neural voice, optional) or espeak-ng through ctypes.
 
 hibari (the ``hibari`` extra: ``hibari-tts``, Apache-2.0, an 8 MB int8 ONNX model run by
-onnxruntime) speaks 24 kHz directly. It is the server's voice when it is installed
-(``Voice.load("auto")``); espeak-ng otherwise.
+onnxruntime) speaks 24 kHz directly. espeak-ng is the server's default voice (the issue's
+choice: no model, any platform, ~20 MB); ``Voice.load("auto")`` takes hibari only when espeak-ng
+is missing, and ``Voice.load("hibari")`` chooses it.
 
 The library and its voice data come from the ``espeakng-loader`` wheel (the ``server`` extra), so
 no system package is needed; a system ``libespeak-ng`` is used if the wheel is absent, and
@@ -95,8 +96,8 @@ HIBARI_HINT: Final = (
     "or start the server with tts=None (voxwire serve --no-audio) to answer in text only"
 )
 AUTO_HINT: Final = (
-    "no text-to-speech voice is available: install one, hibari (pip install 'voxwire[hibari]') "
-    "or espeak-ng (pip install 'voxwire[server]'), or start the server with tts=None "
+    "no text-to-speech voice is available: install one, espeak-ng (pip install 'voxwire[server]') "
+    "or hibari (pip install 'voxwire[hibari]'), or start the server with tts=None "
     "(voxwire serve --no-audio) to answer in text only"
 )
 #: What ``Voice.load`` and ``RealtimeServer(tts=...)`` accept (``None``, text only, aside).
@@ -369,7 +370,7 @@ def _load_engine(engine: str) -> SpeechEngine:
         return EspeakEngine.shared()
     if engine == "auto":
         reasons = []
-        for name, load in (("hibari", HibariEngine.shared), ("espeak-ng", EspeakEngine.shared)):
+        for name, load in (("espeak-ng", EspeakEngine.shared), ("hibari", HibariEngine.shared)):
             try:
                 return load()
             except NoVoiceError as exc:
@@ -392,8 +393,8 @@ class Voice:
 
     @classmethod
     def load(cls, engine: str = "espeak") -> Voice:
-        """A voice on a shared engine: ``"espeak"``, ``"hibari"``, or ``"auto"`` (hibari when
-        installed, else espeak-ng). Raises :class:`NoVoiceError`, saying what to install."""
+        """A voice on a shared engine: ``"espeak"``, ``"hibari"``, or ``"auto"`` (espeak-ng when
+        installed, else hibari). Raises :class:`NoVoiceError`, saying what to install."""
         return cls(_load_engine(engine))
 
     async def speak(self, text: str, voice: str, speed: float, format_type: str) -> SpokenAudio:
