@@ -396,6 +396,19 @@ async def run_raw(url: str, mic: bytes, texts: list[tuple[float, str]], tally: T
     await asyncio.gather(receiver, return_exceptions=True)
 
 
+def peak_rss_mb(usage: resource.struct_rusage) -> float:
+    """This process's peak RSS. Linux keeps ``ru_maxrss`` across fork and exec, so a client
+    would report at least its parent's peak: read the memory map's own high-water mark."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return usage.ru_maxrss / 1024  # kilobytes on Linux, bytes on macOS (then an overestimate)
+
+
 def client_main(args: argparse.Namespace) -> None:
     directory = Path(args.dir)
     mic = (directory / "mic.pcm").read_bytes()
@@ -427,7 +440,7 @@ def client_main(args: argparse.Namespace) -> None:
         "impl": args.impl,
         "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
         "wall_s": wall_s,
-        "peak_rss_mb": after.ru_maxrss / 1024,  # kilobytes on Linux
+        "peak_rss_mb": peak_rss_mb(after),
         **{k: v for k, v in asdict(tally).items() if k not in ("per_item",)},
     }
     Path(args.out).write_text(json.dumps(result))

@@ -74,11 +74,12 @@ queued for playback; ``tool``: a function tool failed, timed out, got bad argume
 output could not be delivered (the model was told); ``guardrail``: an output guardrail raised
 (it counts as not tripped); ``agent``: a handoff could not be made (the model was told)."""
 
-SpeechSource = Literal["response", "tool_response", "guardrail"]
+SpeechSource = Literal["response", "tool_response", "guardrail", "say"]
 """Why a response was created: ``response`` (the user spoke with server VAD on, or the
 application asked: ``send_message``, ``create_response``, a raw ``response.create``),
 ``tool_response`` (the follow-up after the calls of a response were answered; also after a
-handoff), ``guardrail`` (the retry after an output guardrail cut a response)."""
+handoff), ``guardrail`` (the retry after an output guardrail cut a response), ``say``
+(:meth:`RealtimeSession.say`)."""
 
 CloseReason = Literal["client_closed", "server_closed", "connection_lost", "error"]
 """``client_closed``: :meth:`RealtimeSession.close`; ``server_closed``: the server closed the

@@ -109,6 +109,7 @@ from voxwire.protocol.items import (
     system_message,
 )
 from voxwire.protocol.protocol import RealtimeProtocol
+from voxwire.protocol.say import say_instructions
 from voxwire.protocol.server_events import ProtocolErrorEvent
 
 if TYPE_CHECKING:
@@ -869,6 +870,17 @@ class RealtimeSession:
         except msgspec.ValidationError as exc:
             raise ConfigurationError(f"create_response(): {exc}") from exc
         self._request_response(request, "response")
+        await self._flush()
+
+    async def say(self, text: str) -> None:
+        """Make the assistant speak ``text``, word for word: a ``response.create`` (gated like
+        every other request) whose instructions ask for exactly this text and no tool call
+        (:func:`voxwire.protocol.say_instructions`). Its ``speech_created`` event has source
+        ``"say"``. A model follows such instructions closely but is not bound by them; the local
+        server says the text exactly."""
+        self._require_open()
+        params = ResponseCreateParams(instructions=say_instructions(text), tool_choice="none")
+        self._request_response(params, "say")
         await self._flush()
 
     async def cancel_response(self) -> None:

@@ -150,6 +150,7 @@ from voxwire.protocol.responses import (
     ResponseRecord,
     ResponseRecords,
 )
+from voxwire.protocol.say import parse_say_instructions, say_instructions
 from voxwire.protocol.server_events import (
     SERVER_EVENT_TYPES,
     ConversationCreated,
@@ -377,11 +378,13 @@ __all__ = [
     "ms_to_samples",
     "next_state",
     "parse_object",
+    "parse_say_instructions",
     "plan_history",
     "plan_interruption",
     "raw_fields",
     "salvage_response",
     "samples_to_ms",
+    "say_instructions",
     "server_event_from_mapping",
     "system_message",
     "unknown_fields",

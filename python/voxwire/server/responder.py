@@ -59,6 +59,7 @@ from voxwire.protocol import (
     InputText,
     Item,
     MessageItem,
+    parse_say_instructions,
 )
 
 __all__ = [
@@ -227,6 +228,9 @@ class RulesResponder:
 
     def decide(self, turn: Turn) -> list[Output]:
         """The outputs for ``turn`` (synchronous; :meth:`respond` is its async face)."""
+        verbatim = parse_say_instructions(turn.instructions)
+        if verbatim is not None:  # RealtimeSession.say(): a model would follow it, and so do we
+            return [Say(verbatim)]
         for rule in self.scenario.rules:
             if rule.applies(turn):
                 outputs: list[Output] = []
