@@ -195,6 +195,33 @@ def test_barge_in_stops_playback_and_truncates_what_was_heard() -> None:
     run(body())
 
 
+def test_with_an_audio_output_the_agent_speaks_until_the_listener_heard_it_all() -> None:
+    async def body() -> None:
+        ring = PcmRing(RATE_HZ * 60)
+        clock = PlaybackClock(ring, ring_rate_hz=RATE_HZ)
+        async with (
+            serving(tts="espeak") as server,
+            RealtimeSession(
+                url=server.url(),
+                config={"audio": {"input": {"turn_detection": None}}},
+                audio_output=clock,
+            ) as session,
+        ):
+            await session.send_message("hello")
+            events = await until(session, "response_done")
+            assert session.agent_state == "speaking"  # the server is done; the device is not
+            assert clock.buffered_samples > RATE_HZ // 2
+            ring.pop(clock.buffered_samples - RATE_HZ // 10)
+            await asyncio.sleep(0.1)  # the watcher polls: still 100 ms to hear
+            assert session.agent_state == "speaking"
+            ring.pop(RATE_HZ)  # the device played the rest
+            events += await until(session, "agent_state_changed")
+            assert states(events)[-2:] == ["speaking", "idle"]
+            assert clock.buffered_samples == 0
+
+    run(body())
+
+
 def test_function_calls_are_paired_with_their_outputs() -> None:
     weather = FunctionTool(
         name="get_weather",

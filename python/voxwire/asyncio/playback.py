@@ -4,10 +4,15 @@ The session hands each audio delta here instead of queueing it as an event: G.71
 audio at another rate than the ring's is resampled (one streaming resampler per content part,
 flushed when the part ends), and the clock tags every sample with its ``(item_id,
 content_index)`` so an interruption knows exactly what was heard.
+
+:class:`DrainWatcher` tells the session when the listener has heard the last queued sample, so
+that ``agent_state`` follows what is heard rather than what the server has finished sending.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +22,7 @@ from voxwire.audio import ItemPlayback, PlaybackClock, Resampler, g711
 from voxwire.protocol.audio_ledger import SegmentKey
 from voxwire.protocol.config import AudioConfig, AudioFormat, AudioOutputConfig, SessionConfig
 
-__all__ = ["PlaybackSink", "output_format"]
+__all__ = ["DrainWatcher", "PlaybackSink", "output_format"]
 
 
 def output_format(session: SessionConfig | None) -> tuple[str, int]:
@@ -85,3 +90,52 @@ class PlaybackSink:
         refused = n_samples - accepted
         self.dropped_samples += refused
         return refused
+
+
+class DrainWatcher:
+    """Calls ``on_drained()`` once the clock has nothing left to play.
+
+    The clock has no callback (the device thread only pops samples), so while armed — from the
+    end of a response until its audio has played out — a task polls ``buffered_samples`` every
+    ``poll_s``; it ends as soon as the ring runs dry. ``arm()`` again for the next response.
+    ``on_error`` gets an exception of the polling task. ``aclose()`` stops and awaits it.
+    """
+
+    def __init__(
+        self,
+        clock: PlaybackClock,
+        on_drained: Callable[[], None],
+        on_error: Callable[[BaseException], None],
+        *,
+        poll_s: float = 0.02,
+    ) -> None:
+        self._clock = clock
+        self._on_drained = on_drained
+        self._on_error = on_error
+        self._poll_s = poll_s
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def arm(self) -> None:
+        if self._closed or (self._task is not None and not self._task.done()):
+            return
+        self._task = asyncio.get_running_loop().create_task(
+            self._poll(), name="voxwire-client-playback-drain"
+        )
+
+    async def _poll(self) -> None:
+        try:
+            # Polling, not an Event: the device thread that drains the ring cannot be asked to
+            # call into the event loop.
+            while self._clock.buffered_samples > 0:  # noqa: ASYNC110
+                await asyncio.sleep(self._poll_s)
+            self._on_drained()
+        except Exception as exc:  # reported; CancelledError is not an Exception
+            self._on_error(exc)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        task, self._task = self._task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            await asyncio.wait([task])  # its CancelledError stays in the task; ours propagates

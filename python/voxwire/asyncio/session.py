@@ -61,7 +61,7 @@ from voxwire.asyncio.guardrails import GuardrailRunner
 from voxwire.asyncio.history import HistoryItem, build_history
 from voxwire.asyncio.images import image_data_url
 from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics, SessionMetrics
-from voxwire.asyncio.playback import PlaybackSink, output_format
+from voxwire.asyncio.playback import DrainWatcher, PlaybackSink, output_format
 from voxwire.asyncio.queue import EventQueue, QueueClosed
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.asyncio.tools import DEFAULT_REJECTION_MESSAGE, ToolRunner
@@ -260,6 +260,12 @@ class RealtimeSession:
         self._translator = EventTranslator(
             self._protocol, raw=raw_server_events, audio_events=audio_output is None
         )
+        # With an audio output, agent_state stays "speaking" until the listener heard it all.
+        self._drain: DrainWatcher | None = None
+        if audio_output is not None:
+            output = audio_output
+            self._translator.playback_pending = lambda: output.buffered_samples > 0
+            self._drain = DrainWatcher(output, self._playback_drained, self._report_drain_error)
         self._queue: EventQueue[ev.SessionEvent] = EventQueue(
             max_queued_events, droppable=_droppable
         )
@@ -566,6 +572,8 @@ class RealtimeSession:
                 task.cancel()
                 await asyncio.wait([task])
             await self._metrics.aclose()  # stops its playback watcher; reports what waited
+            if self._drain is not None:
+                await self._drain.aclose()
             if self._transport is not None:
                 try:
                     await self._transport.close()
@@ -642,6 +650,8 @@ class RealtimeSession:
             log.debug("closing the transport failed", exc_info=True)
         await self._background.aclose()
         await self._metrics.aclose()
+        if self._drain is not None:
+            await self._drain.aclose()
         self._finish(self._close_event)
 
     def _handle_frame(self, frame: str | bytes) -> None:
@@ -680,6 +690,8 @@ class RealtimeSession:
         self._track_agent_events(event)
         for out in self._translator.translate(event):
             self._queue.put(out)
+        if self._drain is not None and self._translator.waiting_for_playback:
+            self._drain.arm()
         # Agent features after the translated events: a tool call starts once its item is in
         # the history; function_tools_executed follows the acknowledgement of the last output.
         self._tools.on_server_event(event)
@@ -689,6 +701,20 @@ class RealtimeSession:
         if self._tracer.enabled:
             self._tracer.received(event)
         self._metrics.received(event)
+
+    def _playback_drained(self) -> None:
+        for out in self._translator.playback_drained():
+            self._queue.put(out)
+
+    def _report_drain_error(self, exc: BaseException) -> None:
+        log.error("watching the audio output drain failed", exc_info=exc)
+        self._queue.put(
+            ev.ErrorEvent(
+                message=f"watching the audio output drain failed: {exc!r}",
+                source="audio_output",
+                exception=exc,
+            )
+        )
 
     def _emit_metrics(self, metrics: Metrics) -> None:
         if isinstance(metrics, ResponseMetrics) and self._tracer.enabled:

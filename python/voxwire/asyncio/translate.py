@@ -88,6 +88,11 @@ class EventTranslator:
         self._announced: set[str] = set()
         self._completed: set[str] = set()
         self.agent_state: ev.AgentState = "initializing"
+        #: With an audio output attached: whether it still has audio of this session to play.
+        #: While it has, the agent stays ``speaking`` after its responses are done, until
+        #: :meth:`playback_drained`.
+        self.playback_pending: Callable[[], bool] = lambda: False
+        self.waiting_for_playback = False
         self.user_state: ev.UserState = "listening"
 
     def translate(self, event: se.ReceivedEvent) -> list[ev.SessionEvent]:
@@ -235,7 +240,20 @@ class EventTranslator:
             "thinking",
             "speaking",
         ):
-            self._agent(self._waiting_state(), out)
+            if self.agent_state == "speaking" and self.playback_pending():
+                self.waiting_for_playback = True  # the listener is still hearing it
+            else:
+                self._agent(self._waiting_state(), out)
+
+    def playback_drained(self) -> list[ev.SessionEvent]:
+        """The audio output played its last queued sample (or was cut): the agent stops
+        speaking unless a new response is under way."""
+        out: list[ev.SessionEvent] = []
+        if self.waiting_for_playback:
+            self.waiting_for_playback = False
+            if not self._protocol.responses_in_progress and self.agent_state == "speaking":
+                self._agent(self._waiting_state(), out)
+        return out
 
     def _speaking(self, response_id: str, out: list[ev.SessionEvent]) -> None:
         record = self._protocol.responses.get(response_id)
