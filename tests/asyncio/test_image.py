@@ -83,7 +83,7 @@ def test_add_image_adds_a_user_message_and_asks_for_a_response() -> None:
             user, assistant = session.history
             assert isinstance(user, HistoryMessage)
             assert user.role == "user"
-            assert user.content == (ImageContent(image_url=image_data_url(PNG)),)
+            assert user.content == (ImageContent(image_url=image_data_url(PNG), detail="low"),)
             assert isinstance(assistant, HistoryMessage)
             assert assistant.role == "assistant"
 

@@ -56,6 +56,7 @@ class AudioContent:
 class ImageContent:
     type: Literal["image"] = field(default="image", init=False)
     image_url: str
+    detail: Literal["auto", "low", "high"] | None = None
 
 
 HistoryContent: TypeAlias = TextContent | AudioContent | ImageContent
@@ -179,7 +180,7 @@ def _content(
         text = conversation.transcript(item_id, index)
         return TextContent(text=text if text is not None else part.text or "")
     if isinstance(part, wire.InputImage):
-        return ImageContent(image_url=part.image_url)
+        return ImageContent(image_url=part.image_url, detail=part.detail)
     truncated_at_ms = conversation.truncated_at_ms(item_id, index)
     transcript = conversation.transcript(item_id, index)
     if transcript is None and truncated_at_ms is None:
