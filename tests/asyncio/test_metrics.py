@@ -16,6 +16,7 @@ from voxwire.asyncio.metrics import (
     ResponseMetrics,
     TokenUsage,
     TranscriptionMetrics,
+    TranscriptionUsage,
 )
 from voxwire.audio import PcmRing, PlaybackClock
 from voxwire.protocol import server_events as se
@@ -23,7 +24,9 @@ from voxwire.protocol.objects import (
     InputTokenDetails,
     OutputTokenDetails,
     Response,
+    TranscriptDurationUsage,
     TranscriptionError,
+    TranscriptTokenUsage,
     Usage,
 )
 
@@ -158,6 +161,35 @@ def test_a_manual_commit_anchors_the_turn_and_the_transcription_delay() -> None:
     assert response.speech_end_to_first_audio_s == 0.5
     assert transcription == TranscriptionMetrics(item_id="item_u", delay_s=1.5)
     assert collector.snapshot().input_transcription_delay.mean_s == 1.5
+
+
+def test_transcription_usage_is_reported_and_summed() -> None:
+    collector = MetricsCollector()
+    collector.committed(1.0)
+    tokens = se.InputAudioTranscriptionCompleted(
+        event_id="e",
+        item_id="item_a",
+        content_index=0,
+        transcript="hi",
+        usage=TranscriptTokenUsage(input_tokens=12, output_tokens=3, total_tokens=15),
+    )
+    seconds = se.InputAudioTranscriptionCompleted(
+        event_id="e",
+        item_id="item_b",
+        content_index=0,
+        transcript="bye",
+        usage=TranscriptDurationUsage(seconds=2.5),
+    )
+    first = feed(collector, (1.0, committed("item_a")), (1.4, tokens))[-1]
+    collector.committed(2.0)
+    second = feed(collector, (2.0, committed("item_b")), (2.3, seconds))[-1]
+    assert isinstance(first, TranscriptionMetrics)
+    assert first.usage == TranscriptionUsage(input_tokens=12, output_tokens=3)
+    assert isinstance(second, TranscriptionMetrics)
+    assert second.usage == TranscriptionUsage(audio_s=2.5)
+    assert collector.snapshot().transcription_usage == TranscriptionUsage(
+        input_tokens=12, output_tokens=3, audio_s=2.5
+    )
 
 
 def test_a_response_no_user_turn_started_has_no_speech_latency() -> None:
@@ -465,5 +497,8 @@ def test_input_transcription_is_timed_from_the_commit() -> None:
             assert isinstance(metrics, TranscriptionMetrics)
             assert metrics.item_id == session.history[0].item_id
             assert metrics.delay_s > 0
+            # whisper-1 is billed by the second (the local server reports the audio's length).
+            assert metrics.usage.audio_s > 0.5
+            assert session.metrics.transcription_usage == metrics.usage
 
     run(body(), timeout_s=60)

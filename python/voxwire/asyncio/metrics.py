@@ -40,7 +40,7 @@ from typing import Final, Literal, TypeAlias
 from voxwire.audio import PlaybackClock
 from voxwire.protocol import server_events as se
 from voxwire.protocol.audio_ledger import SegmentKey
-from voxwire.protocol.objects import Usage
+from voxwire.protocol.objects import TranscriptDurationUsage, TranscriptTokenUsage, Usage
 
 __all__ = [
     "LatencyStats",
@@ -52,6 +52,7 @@ __all__ = [
     "SessionMetrics",
     "TokenUsage",
     "TranscriptionMetrics",
+    "TranscriptionUsage",
 ]
 
 #: How many user items may wait for their transcription at once (transcription off: none ever
@@ -107,6 +108,33 @@ class TokenUsage:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class TranscriptionUsage:
+    """What input transcription was billed: tokens (``gpt-4o-transcribe`` style) or seconds of
+    audio (``whisper-1``), from ``…input_audio_transcription.completed``; they add up."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    audio_s: float = 0.0
+
+    @classmethod
+    def from_usage(
+        cls, usage: TranscriptTokenUsage | TranscriptDurationUsage | None
+    ) -> TranscriptionUsage:
+        if isinstance(usage, TranscriptTokenUsage):
+            return cls(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+        if isinstance(usage, TranscriptDurationUsage):
+            return cls(audio_s=usage.seconds)
+        return cls()
+
+    def __add__(self, other: TranscriptionUsage) -> TranscriptionUsage:
+        return TranscriptionUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            audio_s=self.audio_s + other.audio_s,
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ResponseMetrics:
     """One response, reported once it is done — and, with an audio output attached, once its
     first sample played (or its audio was interrupted unheard).
@@ -133,12 +161,13 @@ class ResponseMetrics:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TranscriptionMetrics:
     """The user's item ``item_id`` was transcribed ``delay_s`` after the user's turn ended
-    (``failed``: the transcription failed after that long)."""
+    (``failed``: the transcription failed after that long), billed ``usage``."""
 
     type: Literal["input_transcription"] = field(default="input_transcription", init=False)
     item_id: str
     delay_s: float
     failed: bool = False
+    usage: TranscriptionUsage = field(default_factory=TranscriptionUsage)
 
 
 Metrics: TypeAlias = ResponseMetrics | TranscriptionMetrics
@@ -184,6 +213,7 @@ class SessionMetrics:
     time_to_first_audio: LatencyStats = field(default_factory=LatencyStats)
     response_duration: LatencyStats = field(default_factory=LatencyStats)
     input_transcription_delay: LatencyStats = field(default_factory=LatencyStats)
+    transcription_usage: TranscriptionUsage = field(default_factory=TranscriptionUsage)
 
 
 @dataclass(slots=True)
@@ -359,16 +389,19 @@ class MetricsCollector:
         end_s = self._item_end_s.pop(event.item_id, None)
         if end_s is None:
             return []
+        completed = event if isinstance(event, se.InputAudioTranscriptionCompleted) else None
         metrics = TranscriptionMetrics(
             item_id=event.item_id,
             delay_s=now_s - end_s,
-            failed=isinstance(event, se.InputAudioTranscriptionFailed),
+            failed=completed is None,
+            usage=TranscriptionUsage.from_usage(completed.usage if completed else None),
         )
-        if not metrics.failed:
+        if completed is not None:
             totals = self._totals
             self._totals = replace(
                 totals,
                 input_transcription_delay=totals.input_transcription_delay.add(metrics.delay_s),
+                transcription_usage=totals.transcription_usage + metrics.usage,
             )
         return [metrics]
 
