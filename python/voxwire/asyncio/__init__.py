@@ -7,6 +7,8 @@
 * :mod:`~voxwire.asyncio.transport` — the connection seam (:class:`Transport`,
   :class:`ConnectRequest`, the websocket connector); :mod:`voxwire.testing` plugs in there.
 * :mod:`~voxwire.asyncio.translate` — wire events to session events, without I/O.
+* :mod:`~voxwire.asyncio.reconnect` — :class:`ReconnectPolicy`: reconnecting after a lost
+  connection and resuming the conversation on the new server session.
 * :mod:`~voxwire.asyncio.tools` / :mod:`~voxwire.asyncio.guardrails` — running the agent's
   function tools and output guardrails; :mod:`~voxwire.asyncio.supervisor` owns their tasks
   (docs/agents.md).
@@ -35,6 +37,8 @@ from voxwire.asyncio.events import (
     HistoryAddedEvent,
     HistoryUpdatedEvent,
     RawServerEvent,
+    ReconnectedEvent,
+    ReconnectingEvent,
     ResponseDoneEvent,
     ResponseStartedEvent,
     SessionEvent,
@@ -58,6 +62,7 @@ from voxwire.asyncio.history import (
     ImageContent,
     TextContent,
 )
+from voxwire.asyncio.reconnect import ReconnectPolicy, SessionReconnecting
 from voxwire.asyncio.session import RealtimeSession, SessionState
 from voxwire.asyncio.transport import (
     Connector,
@@ -104,10 +109,14 @@ __all__ = [
     "ImageContent",
     "RawServerEvent",
     "RealtimeSession",
+    "ReconnectPolicy",
+    "ReconnectedEvent",
+    "ReconnectingEvent",
     "ResponseDoneEvent",
     "ResponseStartedEvent",
     "SessionClosed",
     "SessionEvent",
+    "SessionReconnecting",
     "SessionState",
     "SpeechCreatedEvent",
     "SpeechSource",

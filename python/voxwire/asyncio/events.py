@@ -42,6 +42,8 @@ __all__ = [
     "HistoryUpdatedEvent",
     "MetricsCollectedEvent",
     "RawServerEvent",
+    "ReconnectedEvent",
+    "ReconnectingEvent",
     "ResponseDoneEvent",
     "ResponseStartedEvent",
     "SessionEvent",
@@ -254,6 +256,32 @@ class CloseEvent:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ReconnectingEvent:
+    """The connection was lost (or the previous attempt failed) and the session tries again
+    after ``delay_s`` seconds — attempt ``attempt`` of the session's ``ReconnectPolicy``.
+    ``error`` is why: the lost connection's :class:`~voxwire.asyncio.TransportClosed`, then
+    each failed attempt's error. Sending raises ``SessionReconnecting`` until ``reconnected``
+    (``send_audio`` drops the audio)."""
+
+    type: Literal["reconnecting"] = field(default="reconnecting", init=False)
+    attempt: int
+    delay_s: float
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReconnectedEvent:
+    """A new connection to ``url`` replaced the lost one and the session goes on: the server
+    has the agent's configuration again and ``items_restored`` items of the conversation
+    (``items_skipped`` could not be recreated: see docs/session.md, "Reconnection")."""
+
+    type: Literal["reconnected"] = field(default="reconnected", init=False)
+    url: str
+    items_restored: int
+    items_skipped: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class RawServerEvent:
     """A server event as the protocol core decoded it (opt-in: ``raw_server_events=True``;
     audio deltas are not repeated here — they are :class:`AudioEvent`)."""
@@ -387,6 +415,8 @@ SessionEvent: TypeAlias = (
     | ErrorEvent
     | CloseEvent
     | RawServerEvent
+    | ReconnectingEvent
+    | ReconnectedEvent
     | AgentStartEvent
     | AgentEndEvent
     | HandoffEvent

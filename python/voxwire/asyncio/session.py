@@ -63,6 +63,14 @@ from voxwire.asyncio.images import image_data_url
 from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics, SessionMetrics
 from voxwire.asyncio.playback import DrainWatcher, PlaybackSink, output_format
 from voxwire.asyncio.queue import EventQueue, QueueClosed
+from voxwire.asyncio.reconnect import (
+    Reconnector,
+    ReconnectPolicy,
+    Restoration,
+    Resumed,
+    SessionReconnecting,
+    restoration_items,
+)
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.asyncio.tools import DEFAULT_REJECTION_MESSAGE, ToolRunner
 from voxwire.asyncio.tracing import SessionTracer, tracing_setting
@@ -98,7 +106,7 @@ from voxwire.protocol.client_events import (
 from voxwire.protocol.codec import decode_client_event, encode_event
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.gate import GateState
-from voxwire.protocol.ids import IdFactory
+from voxwire.protocol.ids import CounterIds, IdFactory
 from voxwire.protocol.items import (
     ContentPart,
     InputImage,
@@ -108,6 +116,7 @@ from voxwire.protocol.items import (
     function_call_output,
     system_message,
 )
+from voxwire.protocol.objects import Response, StatusDetails
 from voxwire.protocol.protocol import RealtimeProtocol
 from voxwire.protocol.say import say_instructions
 from voxwire.protocol.server_events import ProtocolErrorEvent
@@ -126,6 +135,7 @@ class SessionState(enum.Enum):
     NEW = "new"
     CONNECTING = "connecting"
     OPEN = "open"
+    RECONNECTING = "reconnecting"
     CLOSING = "closing"
     CLOSED = "closed"
 
@@ -207,6 +217,7 @@ class RealtimeSession:
         tool_rejection_message: str = DEFAULT_REJECTION_MESSAGE,
         guardrail_debounce_chars: int | None = DEFAULT_DEBOUNCE_CHARS,
         guardrail_feedback: str | Callable[[Sequence[str]], str] = default_feedback,
+        reconnect: ReconnectPolicy | None = None,
     ) -> None:
         # Everything here is checked and stored; nothing is opened, read or started.
         if agent is not None and not isinstance(agent, RealtimeAgent):
@@ -255,17 +266,26 @@ class RealtimeSession:
         self._max_message_bytes = max_message_bytes
         self._connector: Connector = connector if connector is not None else connect_websocket
 
-        self._protocol = RealtimeProtocol(ids=ids)
+        if not isinstance(reconnect, ReconnectPolicy | None):
+            raise ConfigurationError(
+                f"reconnect={reconnect!r} is invalid: expected a ReconnectPolicy or None"
+            )
+        # One id factory for every connection's protocol core: ids never repeat.
+        self._ids: IdFactory = ids if ids is not None else CounterIds()
+        self._protocol = RealtimeProtocol(ids=self._ids)
         self._sink = PlaybackSink(audio_output) if audio_output is not None else None
-        self._translator = EventTranslator(
-            self._protocol, raw=raw_server_events, audio_events=audio_output is None
-        )
+        self._raw_server_events = raw_server_events
+        self._translator = self._new_translator(self._protocol)
         # With an audio output, agent_state stays "speaking" until the listener heard it all.
         self._drain: DrainWatcher | None = None
         if audio_output is not None:
-            output = audio_output
-            self._translator.playback_pending = lambda: output.buffered_samples > 0
-            self._drain = DrainWatcher(output, self._playback_drained, self._report_drain_error)
+            self._drain = DrainWatcher(
+                audio_output, self._playback_drained, self._report_drain_error
+            )
+        self._reconnector = (
+            Reconnector(reconnect, _ReconnectHost(self)) if reconnect is not None else None
+        )
+        self._rerequest_response = False
         self._queue: EventQueue[ev.SessionEvent] = EventQueue(
             max_queued_events, droppable=_droppable
         )
@@ -453,38 +473,7 @@ class RealtimeSession:
         self._state = SessionState.OPEN
 
     async def _open(self) -> None:
-        # The hosted service refuses connections without a key: say so before trying. (A custom
-        # connector — a test double, a proxy — decides for itself.)
-        required = is_hosted(self._url) and self._connector is connect_websocket
-        key = await resolve_api_key(self._api_key, required=required)
-        self._check_close_requested()
-        headers = build_headers(key, self._headers)
-        del key
-        failures: list[ConnectionFailed] = []
-        for url in (self._primary_url, *self._fallback_urls):
-            request = ConnectRequest(
-                url=url,
-                headers=headers,
-                open_timeout_s=self._open_timeout_s,
-                close_timeout_s=self._close_timeout_s,
-                ping_interval_s=self._ping_interval_s,
-                ping_timeout_s=self._ping_timeout_s,
-                max_message_bytes=self._max_message_bytes,
-            )
-            try:
-                transport = await self._connect_one(request)
-            except ConnectionFailed as exc:
-                failures.append(exc)
-                self._check_close_requested()
-                continue
-            self._url = url
-            break
-        else:
-            if len(failures) == 1:
-                raise failures[0]
-            raise ConnectionFailed(
-                "every endpoint failed: " + "; ".join(str(f) for f in failures)
-            ) from failures[-1]
+        transport, self._url = await self._open_connection()
         self._transport = transport
         self._check_close_requested()
         self._receive_task = asyncio.create_task(
@@ -492,9 +481,7 @@ class RealtimeSession:
         )
         # Everything dynamic about the agent is settled before anything is sent for it.
         resolved = await resolve_agent(self._agent) if self._agent else None
-        config = agent_session_config(self._base_config, resolved)
-        if self._tracing is not msgspec.UNSET:  # tracing goes in the first update only
-            config = msgspec.structs.replace(config, tracing=self._tracing)
+        config = self._initial_config(resolved)
         self._check_close_requested()
         if self._wait_for_session_updated:
             self._update_waiter = asyncio.get_running_loop().create_future()
@@ -511,6 +498,46 @@ class RealtimeSession:
         if resolved is not None:
             self._resolved = resolved
             self._queue.put(ev.AgentStartEvent(agent=resolved.agent))
+
+    def _initial_config(self, resolved: ResolvedAgent | None) -> SessionConfig:
+        """The first ``session.update`` of a server session: the agent's configuration and the
+        tracing setting (sent once per server session: again after a reconnection)."""
+        config = agent_session_config(self._base_config, resolved)
+        if self._tracing is not msgspec.UNSET:
+            config = msgspec.structs.replace(config, tracing=self._tracing)
+        return config
+
+    async def _open_connection(self) -> tuple[Transport, str]:
+        """Resolve the key, then try the primary URL and the fallbacks in order; the first
+        connection that opens, and its URL."""
+        # The hosted service refuses connections without a key: say so before trying. (A custom
+        # connector — a test double, a proxy — decides for itself.)
+        required = is_hosted(self._primary_url) and self._connector is connect_websocket
+        key = await resolve_api_key(self._api_key, required=required)
+        self._check_close_requested()
+        headers = build_headers(key, self._headers)
+        del key
+        failures: list[ConnectionFailed] = []
+        for url in (self._primary_url, *self._fallback_urls):
+            request = ConnectRequest(
+                url=url,
+                headers=headers,
+                open_timeout_s=self._open_timeout_s,
+                close_timeout_s=self._close_timeout_s,
+                ping_interval_s=self._ping_interval_s,
+                ping_timeout_s=self._ping_timeout_s,
+                max_message_bytes=self._max_message_bytes,
+            )
+            try:
+                return await self._connect_one(request), url
+            except ConnectionFailed as exc:
+                failures.append(exc)
+                self._check_close_requested()
+        if len(failures) == 1:
+            raise failures[0]
+        raise ConnectionFailed(
+            "every endpoint failed: " + "; ".join(str(f) for f in failures)
+        ) from failures[-1]
 
     async def _connect_one(self, request: ConnectRequest) -> Transport:
         # The attempt is a task of its own so that close() can abort a slow handshake at once
@@ -554,7 +581,7 @@ class RealtimeSession:
             await self._closed_event.wait()
             return
         if self._shutdown_task is None:
-            if self._state is SessionState.OPEN:
+            if self._state in (SessionState.OPEN, SessionState.RECONNECTING):
                 self._state = SessionState.CLOSING
             self._shutdown_task = asyncio.create_task(
                 self._shutdown(ev.CloseEvent(reason="client_closed")),
@@ -614,34 +641,22 @@ class RealtimeSession:
     # --- the receive loop -------------------------------------------------------------------------
 
     async def _receive_loop(self, transport: Transport) -> None:
-        """Frames in, events out, until the connection ends. Owned and awaited by the session."""
-        try:
-            while True:
-                frame = await transport.recv()
-                self._handle_frame(frame)
-                if self._outbox:
-                    await self._flush()
-        except TransportClosed as closed:
-            self._close_event = ev.CloseEvent(
-                reason="server_closed" if closed.clean else "connection_lost",
-                error=None if closed.clean else closed,
-                code=closed.code,
-                detail=closed.describe(),
-            )
-        except SessionClosed as exc:  # a flush found the connection gone
-            cause = exc.__cause__
-            clean = isinstance(cause, TransportClosed) and cause.clean
-            self._close_event = ev.CloseEvent(
-                reason="server_closed" if clean else "connection_lost",
-                error=None if clean else cause or exc,
-                code=cause.code if isinstance(cause, TransportClosed) else None,
-                detail=str(exc),
-            )
-        except Exception as exc:  # a transport failing in an unforeseen way, or a bug of ours
-            log.exception("the receive loop failed")
-            self._close_event = ev.CloseEvent(
-                reason="error", error=exc, detail=f"the receive loop failed: {exc!r}"
-            )
+        """Pump the connection until it ends; with a reconnect policy, an abnormal end is
+        followed by a new connection (asyncio/reconnect.py) and the pumping goes on. Owned and
+        awaited by the session."""
+        while True:
+            close = await self._pump(transport)
+            if (
+                self._reconnector is None
+                or self._state is not SessionState.OPEN
+                or not self._reconnector.should_reconnect(close)
+            ):
+                self._close_event = self._close_event or close
+                break
+            resumed = await self._reconnect(close)
+            if resumed is None:
+                break
+            transport = resumed
         # The connection is over: release it and end the iteration. (A cancellation — from
         # close() — skips this: close() does the same.)
         try:
@@ -652,7 +667,137 @@ class RealtimeSession:
         await self._metrics.aclose()
         if self._drain is not None:
             await self._drain.aclose()
-        self._finish(self._close_event)
+        self._finish(self._close_event or ev.CloseEvent(reason="client_closed"))
+
+    async def _pump(self, transport: Transport) -> ev.CloseEvent:
+        """Frames in, events out, until the connection ends; how it ended."""
+        try:
+            await self._flush()  # what a resumption queued (tool outputs, a response request)
+            while True:
+                frame = await transport.recv()
+                self._handle_frame(frame)
+                if self._outbox:
+                    await self._flush()
+        except TransportClosed as closed:
+            return ev.CloseEvent(
+                reason="server_closed" if closed.clean else "connection_lost",
+                error=None if closed.clean else closed,
+                code=closed.code,
+                detail=closed.describe(),
+            )
+        except SessionClosed as exc:  # a flush found the connection gone
+            cause = exc.__cause__
+            clean = isinstance(cause, TransportClosed) and cause.clean
+            return ev.CloseEvent(
+                reason="server_closed" if clean else "connection_lost",
+                error=None if clean else cause or exc,
+                code=cause.code if isinstance(cause, TransportClosed) else None,
+                detail=str(exc),
+            )
+        except Exception as exc:  # a transport failing in an unforeseen way, or a bug of ours
+            log.exception("the receive loop failed")
+            return ev.CloseEvent(
+                reason="error", error=exc, detail=f"the receive loop failed: {exc!r}"
+            )
+
+    # --- reconnection (the attempts and the resumption handshake are in reconnect.py) -------------
+
+    async def _reconnect(self, lost: ev.CloseEvent) -> Transport | None:
+        """The connection was lost: settle what was in flight, reconnect and resume; the new
+        transport, or ``None`` when the session ends (``_close_event`` says why)."""
+        assert self._reconnector is not None
+        self._state = SessionState.RECONNECTING
+        restoration = self._connection_lost()
+        outcome = await self._reconnector.run(lost, restoration)
+        if isinstance(outcome, ev.CloseEvent):
+            self._close_event = self._close_event or outcome
+            return None
+        if self._state is not SessionState.RECONNECTING:  # close() came first
+            self._close_event = self._close_event or ev.CloseEvent(reason="client_closed")
+            await outcome.transport.close()
+            return None
+        self._resumed(outcome)
+        return outcome.transport
+
+    def _connection_lost(self) -> Restoration:
+        """What was in flight on the lost connection ends here, reported as the application
+        would see an interruption: playback stops (``audio_interrupted``), each response in
+        progress is done with status ``cancelled`` (reason ``connection_lost``), agent
+        updates waiting for an acknowledgement fail. Returns what to restore."""
+        protocol = self._protocol
+        lost = protocol.responses_in_progress
+        self._rerequest_response = (
+            protocol.gate_state is GateState.REQUESTED or protocol.held_response_creates > 0
+        )
+        playing = self._sink is not None and self._sink.clock.buffered_samples > 0
+        if lost or playing:
+            self._interrupt(None, cancel_response=False)
+        for response_id in lost:
+            done = se.ResponseDone(
+                event_id=f"voxwire_connection_lost_{response_id}",
+                response=Response(
+                    id=response_id,
+                    object="realtime.response",
+                    status="cancelled",
+                    status_details=StatusDetails(type="cancelled", reason="connection_lost"),
+                ),
+            )
+            self._handle_frame(encode_event(done))
+        # Frames queued for the lost server (truncations, released requests) go nowhere.
+        protocol.data_to_send()
+        self._outbox.clear()
+        failure = SessionReconnecting(
+            "the connection was lost before the server acknowledged the session.update"
+        )
+        for ack in self._update_acks.values():
+            if not ack.done():
+                ack.set_exception(failure)
+        self._updates_in_flight.clear()
+        self._speech = SpeechSources()
+        self._create_in_flight = False
+        return restoration_items(protocol.conversation, lost)
+
+    def _resumed(self, resumed: Resumed) -> None:
+        """Swap the resumed connection in (synchronously: nothing runs in between)."""
+        previous = self._translator
+        self._protocol = resumed.protocol
+        self._translator = self._new_translator(resumed.protocol)
+        self._translator.agent_state = previous.agent_state
+        self._translator.waiting_for_playback = previous.waiting_for_playback
+        self._transport = resumed.transport
+        self._url = resumed.url
+        self._outbox.clear()
+        self._state = SessionState.OPEN
+        self._queue.put(
+            ev.ReconnectedEvent(
+                url=resumed.url,
+                items_restored=resumed.items_restored,
+                items_skipped=resumed.items_skipped,
+            )
+        )
+        if previous.user_state != "listening":  # the new server has heard nothing yet
+            self._queue.put(
+                ev.UserStateChangedEvent(old_state=previous.user_state, new_state="listening")
+            )
+        for error in resumed.errors:
+            self._queue.put(error)
+        self._queue.put(ev.HistoryUpdatedEvent(history=tuple(self.history)))
+        # Outputs computed but not acknowledged go again (the tools do not run again); a
+        # response that was asked for and never started is asked for again.
+        self._tools.connection_replaced()
+        if self._rerequest_response:
+            self._rerequest_response = False
+            self._request_response(None, "response")
+
+    def _new_translator(self, protocol: RealtimeProtocol) -> EventTranslator:
+        translator = EventTranslator(
+            protocol, raw=self._raw_server_events, audio_events=self._sink is None
+        )
+        if self._sink is not None:
+            # With an audio output, agent_state stays "speaking" until the listener heard it.
+            clock = self._sink.clock
+            translator.playback_pending = lambda: clock.buffered_samples > 0
+        return translator
 
     def _handle_frame(self, frame: str | bytes) -> None:
         protocol = self._protocol
@@ -687,6 +832,8 @@ class RealtimeSession:
         elif isinstance(event, se.ResponseDone) and self._sink is not None:
             self._sink.clock.drop_finished()
         self._resolve_update_waiter(event)
+        if self._reconnector is not None:
+            self._reconnector.observe(event)
         self._track_agent_events(event)
         for out in self._translator.translate(event):
             self._queue.put(out)
@@ -782,6 +929,11 @@ class RealtimeSession:
     def _require_open(self) -> None:
         if self._state is SessionState.OPEN:
             return
+        if self._state is SessionState.RECONNECTING:
+            raise SessionReconnecting(
+                "the session is reconnecting after the connection was lost: wait for the "
+                "'reconnected' event and send again (or the 'close' event if it gives up)"
+            )
         if self._state is SessionState.CLOSING:
             raise SessionClosed("the session is closing")
         if self._state is SessionState.CLOSED:
@@ -812,7 +964,11 @@ class RealtimeSession:
     ) -> None:
         """Append audio to the server's input buffer, in the session's input format (PCM16 24 kHz
         mono little-endian unless configured): bytes, or a 1-D numpy ``int16`` array. Dropped
-        while muted. ``commit=True`` commits the buffer after it (turn detection off)."""
+        while muted, and while the session reconnects (the new server's input buffer starts
+        empty). ``commit=True`` commits the buffer after it (turn detection off)."""
+        if self._state is SessionState.RECONNECTING:
+            _audio_bytes(pcm)  # still checked: bad input is the caller's mistake either way
+            return
         self._require_open()
         data = _audio_bytes(pcm)
         if self._muted:
@@ -1226,6 +1382,30 @@ def _audio_bytes(pcm: bytes | bytearray | memoryview | npt.NDArray[np.int16]) ->
             )
         return pcm.astype("<i2", copy=False).tobytes()
     raise TypeError(f"send_audio() got {type(pcm).__name__}: expected bytes or a numpy int16 array")
+
+
+class _ReconnectHost:
+    """The session as the reconnector sees it (asyncio/reconnect.py)."""
+
+    def __init__(self, session: RealtimeSession) -> None:
+        self._session = session
+
+    def emit(self, event: ev.SessionEvent) -> None:
+        self._session._queue.put(event)
+
+    async def open_connection(self) -> tuple[Transport, str]:
+        return await self._session._open_connection()
+
+    def new_protocol(self) -> RealtimeProtocol:
+        return RealtimeProtocol(ids=self._session._ids)
+
+    def resume_config(self) -> SessionConfig:
+        session = self._session
+        return session._initial_config(session._resolved)
+
+    @property
+    def restore_timeout_s(self) -> float:
+        return self._session._open_timeout_s
 
 
 class _AgentHost:

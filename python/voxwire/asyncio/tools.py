@@ -165,6 +165,15 @@ class ToolRunner:
             )
         return entry
 
+    def connection_replaced(self) -> None:
+        """A new connection replaced a lost one and the conversation was restored
+        (asyncio/reconnect.py): every output computed but not acknowledged is queued again —
+        the same output, the same item id; the tool does not run again. Calls still running
+        deliver when they finish. The session flushes."""
+        for call in self._calls.values():
+            if call.outcome is not None and not call.delivered:
+                self._queue_output(call)
+
     # --- events in (synchronous, from the receive loop) -------------------------------------------
 
     def on_server_event(self, event: se.ReceivedEvent) -> None:
