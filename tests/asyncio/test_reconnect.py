@@ -339,6 +339,29 @@ def test_resumption_sends_the_configuration_with_tracing_and_the_items_chained()
     run(body())
 
 
+def test_requests_no_response_answered_are_asked_again_with_their_parameters() -> None:
+    async def body() -> None:
+        server = ScriptedServer()
+        async with scripted_session(server) as session:
+            await session.create_response(instructions="first")  # in flight
+            await session.create_response(instructions="second")  # held behind it
+            await server.wait_for("response.create")
+            await server.drop()
+            await until(session, "reconnected")
+            await server.wait_for("response.create", count=2)
+            pending = session.protocol.unanswered_response_requests
+            assert [p.instructions for p in pending if p is not None] == ["first", "second"]
+            await server.text_response("One.")  # answers the first: the second goes
+            await server.wait_for("response.create", count=3)
+        sent = [e["response"]["instructions"] for e in server.sent_of_type("response.create")]
+        # Before the drop only the first went out; after it the first is asked for again and
+        # the second follows it, each with its own parameters.
+        assert sent == ["first", "first", "second"]
+        assert_only_current_task()
+
+    run(body())
+
+
 # --- a tool output that missed the lost connection ------------------------------------------------
 
 

@@ -112,6 +112,25 @@ def test_different_requests_are_kept_in_order() -> None:
     ]
 
 
+def test_unanswered_requests_are_the_one_in_flight_then_the_held_ones() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    assert protocol.unanswered_response_requests == ()
+    first = ResponseCreateParams(instructions="one")
+    second = ResponseCreateParams(instructions="two")
+    protocol.send_response_create(first)  # in flight
+    protocol.send_response_create(second)  # held
+    protocol.send_response_create()  # held
+    assert protocol.unanswered_response_requests == (first, second, None)
+    feed(protocol, server.response_created("resp_1"))  # answers the first
+    assert protocol.unanswered_response_requests == (second, None)
+    feed(protocol, server.response_done("resp_1"))  # the second goes out: in flight
+    assert protocol.unanswered_response_requests == (second, None)
+    create = [json.loads(f) for f in protocol.data_to_send()][-1]
+    feed(protocol, server.error(create["event_id"]))  # rejected: no longer awaited
+    assert protocol.unanswered_response_requests == (None,)  # the held one went out
+
+
 def test_an_error_naming_the_create_releases_the_gate() -> None:
     server = ScriptedServer()
     protocol = RealtimeProtocol()

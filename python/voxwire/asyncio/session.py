@@ -285,7 +285,7 @@ class RealtimeSession:
         self._reconnector = (
             Reconnector(reconnect, _ReconnectHost(self)) if reconnect is not None else None
         )
-        self._rerequest_response = False
+        self._rerequest_responses: tuple[ResponseCreateParams | None, ...] = ()
         self._queue: EventQueue[ev.SessionEvent] = EventQueue(
             max_queued_events, droppable=_droppable
         )
@@ -726,9 +726,7 @@ class RealtimeSession:
         updates waiting for an acknowledgement fail. Returns what to restore."""
         protocol = self._protocol
         lost = protocol.responses_in_progress
-        self._rerequest_response = (
-            protocol.gate_state is GateState.REQUESTED or protocol.held_response_creates > 0
-        )
+        self._rerequest_responses = protocol.unanswered_response_requests
         playing = self._sink is not None and self._sink.clock.buffered_samples > 0
         if lost or playing:
             self._interrupt(None, cancel_response=False)
@@ -785,9 +783,9 @@ class RealtimeSession:
         # Outputs computed but not acknowledged go again (the tools do not run again); a
         # response that was asked for and never started is asked for again.
         self._tools.connection_replaced()
-        if self._rerequest_response:
-            self._rerequest_response = False
-            self._request_response(None, "response")
+        requests, self._rerequest_responses = self._rerequest_responses, ()
+        for params in requests:  # with their parameters; their speech sources are lost
+            self._request_response(params, "response")
 
     def _new_translator(self, protocol: RealtimeProtocol) -> EventTranslator:
         translator = EventTranslator(

@@ -87,6 +87,7 @@ class ResponseGate:
         self._state = IDLE
         self._in_progress: list[str] = []
         self._create_event_id: str | None = None
+        self._create_params: ResponseCreateParams | None = None
         self._held: list[ResponseCreateParams | None] = []
 
     @property
@@ -108,6 +109,12 @@ class ResponseGate:
         """Requests waiting for the gate, oldest first."""
         return tuple(self._held)
 
+    @property
+    def unanswered(self) -> tuple[ResponseCreateParams | None, ...]:
+        """Every request no response has answered yet: the one in flight, then the held ones."""
+        in_flight = (self._create_params,) if self._create_event_id is not None else ()
+        return (*in_flight, *self._held)
+
     def _fire(self, trigger: GateTrigger) -> None:
         self._state = next_state(self._state, trigger)
 
@@ -122,8 +129,9 @@ class ResponseGate:
             return NOTHING
         return self._held.pop(0)
 
-    def create_sent(self, event_id: str) -> None:
+    def create_sent(self, event_id: str, params: ResponseCreateParams | None = None) -> None:
         self._create_event_id = event_id
+        self._create_params = params
         self._fire(GateTrigger.CREATE_SENT)
 
     def response_created(self, response_id: str) -> None:

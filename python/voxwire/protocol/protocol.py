@@ -163,6 +163,13 @@ class RealtimeProtocol:
         return len(self._gate.held)
 
     @property
+    def unanswered_response_requests(self) -> tuple[ResponseCreateParams | None, ...]:
+        """The conversation's ``response.create`` requests no response has answered yet — the
+        one in flight, then the held ones — with their parameters (``None``: defaults). What a
+        new connection must ask for again after this one was lost."""
+        return self._gate.unanswered
+
+    @property
     def responses_in_progress(self) -> tuple[str, ...]:
         """Ids of the conversation's responses started and not yet done, oldest first
         (out-of-band responses are not listed: they do not hold the gate)."""
@@ -377,7 +384,7 @@ class RealtimeProtocol:
             return None
         event_id = self._ids("event")
         event = self._queue(ResponseCreate(event_id=event_id, response=params))
-        self._gate.create_sent(event_id)
+        self._gate.create_sent(event_id, params)
         return event
 
     @property
