@@ -14,6 +14,7 @@ from websockets.asyncio.server import ServerConnection, serve
 
 from voxwire.asyncio import RealtimeSession, SessionEvent
 from voxwire.asyncio.events import ResponseDoneEvent
+from voxwire.audio import PcmRing, PlaybackClock
 from voxwire.server import Pacing, RealtimeServer, Scenario
 
 T = TypeVar("T")
@@ -37,6 +38,9 @@ SCENARIO = Scenario.from_mapping(
 
 #: Text only, turn detection off: the application drives every turn.
 MANUAL = {"output_modalities": ["text"], "audio": {"input": {"turn_detection": None}}}
+#: Spoken answers, turn detection off.
+AUDIO_MANUAL = {"audio": {"input": {"turn_detection": None}}}
+RATE_HZ = 24_000
 
 
 _RUNNERS: set[asyncio.Task[Any] | None] = set()
@@ -63,6 +67,25 @@ async def serving(**options: Any) -> AsyncIterator[RealtimeServer]:
     options.setdefault("tts", None)
     async with RealtimeServer(**options) as server:
         yield server
+
+
+def device(seconds: int = 30) -> tuple[PcmRing, PlaybackClock]:
+    """A 24 kHz ring of ``seconds`` and the playback clock over it; the test pops the ring as a
+    sound device would."""
+    ring = PcmRing(RATE_HZ * seconds)
+    return ring, PlaybackClock(ring, ring_rate_hz=RATE_HZ)
+
+
+@asynccontextmanager
+async def speaking(
+    clock: PlaybackClock, *, config: dict[str, Any] = AUDIO_MANUAL, pacing: Pacing = FAST
+) -> AsyncIterator[RealtimeSession]:
+    """A session on the local server (espeak-ng voice) whose audio goes into ``clock``."""
+    async with (
+        serving(tts="espeak", pacing=pacing) as server,
+        RealtimeSession(url=server.url(), config=config, audio_output=clock) as session,
+    ):
+        yield session
 
 
 def session_tasks() -> list[asyncio.Task[Any]]:

@@ -33,14 +33,15 @@ from voxwire.asyncio import (
     UserInputTranscribedEvent,
     UserStateChangedEvent,
 )
-from voxwire.audio import PcmRing, PlaybackClock
 from voxwire.protocol import FunctionTool, ResponseDone, ResponseOutputAudioDelta
 from voxwire.protocol import function_call_output as output_item
 
 from .helpers import (
     MANUAL,
+    RATE_HZ,
     SLOW,
     all_done,
+    device,
     drain,
     peer,
     poll,
@@ -48,11 +49,11 @@ from .helpers import (
     serving,
     session_created,
     settle,
+    speaking,
     speech_pcm,
     until,
 )
 
-RATE_HZ = 24_000
 CHUNK_BYTES = RATE_HZ // 10 * 2  # 100 ms
 
 
@@ -157,16 +158,9 @@ def test_voice_turn_with_server_vad() -> None:
 
 def test_barge_in_stops_playback_and_truncates_what_was_heard() -> None:
     async def body() -> None:
-        ring = PcmRing(RATE_HZ * 60)
-        clock = PlaybackClock(ring, ring_rate_hz=RATE_HZ)
-        async with (
-            serving(tts="espeak", pacing=SLOW) as server,
-            RealtimeSession(
-                url=server.url(),
-                config={"audio": {"input": {"turn_detection": {"type": "server_vad"}}}},
-                audio_output=clock,
-            ) as session,
-        ):
+        ring, clock = device(60)
+        vad = {"audio": {"input": {"turn_detection": {"type": "server_vad"}}}}
+        async with speaking(clock, config=vad, pacing=SLOW) as session:
             await session.send_message("tell me a story")
             await poll(lambda: clock.buffered_samples >= RATE_HZ // 2)
             ring.pop(RATE_HZ * 3 // 10)  # the device played 300 ms, then the user speaks
@@ -197,16 +191,8 @@ def test_barge_in_stops_playback_and_truncates_what_was_heard() -> None:
 
 def test_with_an_audio_output_the_agent_speaks_until_the_listener_heard_it_all() -> None:
     async def body() -> None:
-        ring = PcmRing(RATE_HZ * 60)
-        clock = PlaybackClock(ring, ring_rate_hz=RATE_HZ)
-        async with (
-            serving(tts="espeak") as server,
-            RealtimeSession(
-                url=server.url(),
-                config={"audio": {"input": {"turn_detection": None}}},
-                audio_output=clock,
-            ) as session,
-        ):
+        ring, clock = device(60)
+        async with speaking(clock) as session:
             await session.send_message("hello")
             events = await until(session, "response_done")
             assert session.agent_state == "speaking"  # the server is done; the device is not

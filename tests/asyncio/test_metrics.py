@@ -18,7 +18,6 @@ from voxwire.asyncio.metrics import (
     TranscriptionMetrics,
     TranscriptionUsage,
 )
-from voxwire.audio import PcmRing, PlaybackClock
 from voxwire.protocol import server_events as se
 from voxwire.protocol.objects import (
     InputTokenDetails,
@@ -31,16 +30,18 @@ from voxwire.protocol.objects import (
 )
 
 from .helpers import (
+    AUDIO_MANUAL,
+    RATE_HZ,
     assert_only_current_task,
+    device,
     poll,
     run,
     serving,
     settle,
+    speaking,
     speech_pcm,
     until,
 )
-
-RATE_HZ = 24_000
 
 # --- wire events, made by hand --------------------------------------------------------------------
 
@@ -351,8 +352,6 @@ def test_latency_stats_and_token_usage_add_up() -> None:
 
 # --- the session against the local server --------------------------------------------------
 
-AUDIO_MANUAL = {"audio": {"input": {"turn_detection": None}}}
-
 
 def metrics_of(events: list[SessionEvent]) -> list[ResponseMetrics]:
     return [
@@ -411,12 +410,8 @@ def test_the_injected_clock_times_everything() -> None:
 
 def test_with_an_audio_output_metrics_wait_for_the_first_played_sample() -> None:
     async def body() -> None:
-        ring = PcmRing(RATE_HZ * 30)
-        clock = PlaybackClock(ring, ring_rate_hz=RATE_HZ)
-        async with (
-            serving(tts="espeak") as server,
-            RealtimeSession(url=server.url(), config=AUDIO_MANUAL, audio_output=clock) as session,
-        ):
+        ring, clock = device()
+        async with speaking(clock) as session:
             await session.send_audio(speech_pcm(), commit=True)
             await session.create_response()
             events = await settle(session)
@@ -436,12 +431,8 @@ def test_with_an_audio_output_metrics_wait_for_the_first_played_sample() -> None
 
 def test_interrupting_unplayed_audio_reports_the_response_as_interrupted() -> None:
     async def body() -> None:
-        ring = PcmRing(RATE_HZ * 30)
-        clock = PlaybackClock(ring, ring_rate_hz=RATE_HZ)
-        async with (
-            serving(tts="espeak") as server,
-            RealtimeSession(url=server.url(), config=AUDIO_MANUAL, audio_output=clock) as session,
-        ):
+        _, clock = device()
+        async with speaking(clock) as session:
             await session.send_message("tell me a story")
             await poll(lambda: clock.buffered_samples >= RATE_HZ // 2)
             await session.interrupt()
@@ -457,8 +448,7 @@ def test_interrupting_unplayed_audio_reports_the_response_as_interrupted() -> No
 
 def test_closing_while_audio_waits_reports_it_and_leaves_no_task() -> None:
     async def body() -> None:
-        ring = PcmRing(RATE_HZ * 30)
-        clock = PlaybackClock(ring, ring_rate_hz=RATE_HZ)
+        _, clock = device()
         async with serving(tts="espeak") as server:
             session = RealtimeSession(url=server.url(), config=AUDIO_MANUAL, audio_output=clock)
             await session.connect()

@@ -24,9 +24,7 @@ from voxwire.protocol import (
     user_message,
 )
 
-from .helpers import MANUAL, SLOW, run, serving, settle, until
-
-RATE_HZ = 24_000
+from .helpers import MANUAL, RATE_HZ, SLOW, device, run, serving, settle, speaking, until
 
 
 def test_text_turn() -> None:
@@ -258,19 +256,9 @@ def test_update_history_and_session_history_follow_the_server() -> None:
 
 
 def test_audio_output_interrupt_truncates_what_was_played() -> None:
-    from voxwire.audio import PcmRing, PlaybackClock
-
     async def body() -> None:
-        ring = PcmRing(RATE_HZ * 30)
-        clock = PlaybackClock(ring, ring_rate_hz=RATE_HZ)
-        async with (
-            serving(tts="espeak") as server,
-            RealtimeSession(
-                url=server.url(),
-                config={"audio": {"input": {"turn_detection": None}}},
-                audio_output=clock,
-            ) as session,
-        ):
+        ring, clock = device()
+        async with speaking(clock) as session:
             await session.send_message("tell me a story")
             events = await settle(session)
             assert not [e for e in events if e.type == "audio"]  # it went to the clock
@@ -295,18 +283,9 @@ def test_audio_output_interrupt_truncates_what_was_played() -> None:
 
 
 def test_interrupt_deletes_an_item_nothing_of_which_was_heard() -> None:
-    from voxwire.audio import PcmRing, PlaybackClock
-
     async def body() -> None:
-        clock = PlaybackClock(PcmRing(RATE_HZ * 30), ring_rate_hz=RATE_HZ)
-        async with (
-            serving(tts="espeak") as server,
-            RealtimeSession(
-                url=server.url(),
-                config={"audio": {"input": {"turn_detection": None}}},
-                audio_output=clock,
-            ) as session,
-        ):
+        _, clock = device()
+        async with speaking(clock) as session:
             await session.send_message("hello")
             await settle(session)
             assistant_id = session.history[-1].item_id
