@@ -189,21 +189,7 @@ class ResponseBuilder:
         item_id = self._ids.item()
         self._item_id, self._text = item_id, ""
         item = MessageItem(id=item_id, role="assistant", status="in_progress", content=[])
-        events: list[ServerEvent] = [
-            ResponseOutputItemAdded(
-                event_id=self._ids.event(),
-                response_id=self.response_id,
-                output_index=len(self._output),
-                item=item,
-            )
-        ]
-        if self._conversation is not None:
-            self._previous_id = self._conversation.insert(item, None)
-            events.append(
-                ConversationItemAdded(
-                    event_id=self._ids.event(), previous_item_id=self._previous_id, item=item
-                )
-            )
+        events = self._open_item(item)
         part = (
             ResponseContentPart(type="audio", transcript="")
             if self.spec.audio
@@ -262,21 +248,7 @@ class ResponseBuilder:
         item = FunctionCallItem(
             id=item_id, status="in_progress", name=name, call_id=call_id, arguments=""
         )
-        events: list[ServerEvent] = [
-            ResponseOutputItemAdded(
-                event_id=self._ids.event(),
-                response_id=self.response_id,
-                output_index=output_index,
-                item=item,
-            )
-        ]
-        if self._conversation is not None:
-            self._previous_id = self._conversation.insert(item, None)
-            events.append(
-                ConversationItemAdded(
-                    event_id=self._ids.event(), previous_item_id=self._previous_id, item=item
-                )
-            )
+        events = self._open_item(item)
         call_fields: _CallFields = {
             "response_id": self.response_id,
             "item_id": item_id,
@@ -304,6 +276,26 @@ class ResponseBuilder:
         return events
 
     # --- helpers ----------------------------------------------------------------------------------
+
+    def _open_item(self, item: Item) -> list[ServerEvent]:
+        """``response.output_item.added`` and, in the conversation, ``conversation.item.added``
+        (the counterpart of :meth:`_finish_item`)."""
+        events: list[ServerEvent] = [
+            ResponseOutputItemAdded(
+                event_id=self._ids.event(),
+                response_id=self.response_id,
+                output_index=len(self._output),
+                item=item,
+            )
+        ]
+        if self._conversation is not None:
+            self._previous_id = self._conversation.insert(item, None)
+            events.append(
+                ConversationItemAdded(
+                    event_id=self._ids.event(), previous_item_id=self._previous_id, item=item
+                )
+            )
+        return events
 
     def _finish_item(self, item: Item) -> list[ServerEvent]:
         events: list[ServerEvent] = [
