@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from msgspec import UNSET
 
@@ -301,27 +301,23 @@ class EventTranslator:
             )
         )
 
-    def _on_transcript_done(
-        self, event: se.ResponseOutputAudioTranscriptDone, out: list[ev.SessionEvent]
+    def _on_text_done(
+        self,
+        event: se.ResponseOutputAudioTranscriptDone | se.ResponseOutputTextDone,
+        out: list[ev.SessionEvent],
     ) -> None:
+        modality: Literal["audio", "text"]
+        if isinstance(event, se.ResponseOutputAudioTranscriptDone):
+            text, modality = event.transcript, "audio"
+        else:
+            text, modality = event.text, "text"
         out.append(
             ev.AssistantTranscriptDoneEvent(
                 item_id=event.item_id,
                 content_index=event.content_index,
                 response_id=event.response_id,
-                transcript=event.transcript,
-                modality="audio",
-            )
-        )
-
-    def _on_text_done(self, event: se.ResponseOutputTextDone, out: list[ev.SessionEvent]) -> None:
-        out.append(
-            ev.AssistantTranscriptDoneEvent(
-                item_id=event.item_id,
-                content_index=event.content_index,
-                response_id=event.response_id,
-                transcript=event.text,
-                modality="text",
+                transcript=text,
+                modality=modality,
             )
         )
 
@@ -363,7 +359,7 @@ _HANDLERS: dict[type, _Handler] = {
     se.ResponseOutputAudioDone: EventTranslator._on_audio_done,
     se.ResponseOutputAudioTranscriptDelta: EventTranslator._on_text_delta,
     se.ResponseOutputTextDelta: EventTranslator._on_text_delta,
-    se.ResponseOutputAudioTranscriptDone: EventTranslator._on_transcript_done,
+    se.ResponseOutputAudioTranscriptDone: EventTranslator._on_text_done,
     se.ResponseOutputTextDone: EventTranslator._on_text_done,
     se.ErrorEvent: EventTranslator._on_error,
     se.ProtocolErrorEvent: EventTranslator._on_protocol_error,
