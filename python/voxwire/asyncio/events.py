@@ -273,12 +273,16 @@ class ReconnectingEvent:
 class ReconnectedEvent:
     """A new connection to ``url`` replaced the lost one and the session goes on: the server
     has the agent's configuration again and ``items_restored`` items of the conversation
-    (``items_skipped`` could not be recreated: see docs/session.md, "Reconnection")."""
+    (``items_skipped`` could not be recreated: see docs/session.md, "Reconnection").
+    ``items_resent``: items the application (or a tool) had sent whose creation the lost server
+    never acknowledged, sent again after the restored ones; they appear in the history when
+    the new server acknowledges them."""
 
     type: Literal["reconnected"] = field(default="reconnected", init=False)
     url: str
     items_restored: int
     items_skipped: int = 0
+    items_resent: int = 0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

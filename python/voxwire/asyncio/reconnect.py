@@ -15,7 +15,10 @@ server session:
 4. wait until the server acknowledged the update and every item, then hand the new connection to
    the session, which swaps it in and goes on.
 
-What was in flight is not recreated: see docs/session.md, "Reconnection". The protocol core
+What was in flight is settled by the session (docs/session.md, "Reconnection"); what the
+application had sent and the lost server never acknowledged — item creates
+(:func:`items_to_resend`), ``response.create`` requests — is sent again by the session once the
+new connection is swapped in, items before the response requests. The protocol core
 holds per-connection state (the gate, pending requests, the server's session), so every
 connection gets a fresh :class:`~voxwire.protocol.RealtimeProtocol` (sharing the session's id
 factory, so ids never repeat); the conversation is carried over by recreating it.
@@ -41,6 +44,7 @@ from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
 from voxwire.asyncio.transport import Transport, TransportClosed
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
+from voxwire.protocol.client_events import ConversationItemCreate
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.conversation import ROOT, ConversationState
 from voxwire.protocol.items import (
@@ -65,6 +69,7 @@ __all__ = [
     "Restoration",
     "Resumed",
     "SessionReconnecting",
+    "items_to_resend",
     "restoration_items",
 ]
 
@@ -228,6 +233,36 @@ def _restorable_part(
         text = part.text if part.text is not None else transcript
         return OutputText(text=text) if text else None
     return None  # pragma: no cover - every content part is handled above
+
+
+def items_to_resend(
+    unacknowledged: Sequence[ConversationItemCreate],
+    conversation: ConversationState,
+    already_sent: Collection[str] = (),
+) -> tuple[ConversationItemCreate, ...]:
+    """Which of the lost connection's ``unacknowledged`` item creates (oldest first:
+    :attr:`RealtimeProtocol.unacknowledged_item_creates`) to send again on the new one, whose
+    restored ``conversation`` is given, and where.
+
+    * each item once, in the original order; an item whose id is in ``already_sent`` (a tool
+      output the tool runner sent again itself) or already in ``conversation`` is left out;
+    * ``previous_item_id`` is kept when it still means something on the new server: ``None``
+      or ``"root"``, a restored item, or an item sent again before this one; a predecessor the
+      new server does not have (an item that could not be restored) would get the create
+      rejected, so the item goes at the end instead (``None``).
+    """
+    sent = set(already_sent)
+    resend: list[ConversationItemCreate] = []
+    for create in unacknowledged:
+        item_id = create.item.id
+        if item_id is None or item_id in sent or item_id in conversation:
+            continue
+        previous = create.previous_item_id
+        if previous not in (None, ROOT) and previous not in conversation and previous not in sent:
+            previous = None
+        resend.append(ConversationItemCreate(item=create.item, previous_item_id=previous))
+        sent.add(item_id)
+    return tuple(resend)
 
 
 # --- the attempts ---------------------------------------------------------------------------------

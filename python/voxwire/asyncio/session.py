@@ -69,6 +69,7 @@ from voxwire.asyncio.reconnect import (
     Restoration,
     Resumed,
     SessionReconnecting,
+    items_to_resend,
     restoration_items,
 )
 from voxwire.asyncio.supervisor import OwnedTasks
@@ -286,6 +287,7 @@ class RealtimeSession:
             Reconnector(reconnect, _ReconnectHost(self)) if reconnect is not None else None
         )
         self._rerequest_responses: tuple[ResponseCreateParams | None, ...] = ()
+        self._resend_creates: tuple[ConversationItemCreate, ...] = ()
         self._queue: EventQueue[ev.SessionEvent] = EventQueue(
             max_queued_events, droppable=_droppable
         )
@@ -723,10 +725,13 @@ class RealtimeSession:
         """What was in flight on the lost connection ends here, reported as the application
         would see an interruption: playback stops (``audio_interrupted``), each response in
         progress is done with status ``cancelled`` (reason ``connection_lost``), agent
-        updates waiting for an acknowledgement fail. Returns what to restore."""
+        updates waiting for an acknowledgement fail. Returns what to restore; what to send
+        again (item creates not acknowledged, response requests not answered) is kept for
+        :meth:`_resumed`."""
         protocol = self._protocol
         lost = protocol.responses_in_progress
         self._rerequest_responses = protocol.unanswered_response_requests
+        self._resend_creates = protocol.unacknowledged_item_creates
         playing = self._sink is not None and self._sink.clock.buffered_samples > 0
         if lost or playing:
             self._interrupt(None, cancel_response=False)
@@ -766,11 +771,13 @@ class RealtimeSession:
         self._url = resumed.url
         self._outbox.clear()
         self._state = SessionState.OPEN
+        items_resent = self._send_again()
         self._queue.put(
             ev.ReconnectedEvent(
                 url=resumed.url,
                 items_restored=resumed.items_restored,
                 items_skipped=resumed.items_skipped,
+                items_resent=items_resent,
             )
         )
         if previous.user_state != "listening":  # the new server has heard nothing yet
@@ -780,12 +787,27 @@ class RealtimeSession:
         for error in resumed.errors:
             self._queue.put(error)
         self._queue.put(ev.HistoryUpdatedEvent(history=tuple(self.history)))
-        # Outputs computed but not acknowledged go again (the tools do not run again); a
-        # response that was asked for and never started is asked for again.
+
+    def _send_again(self) -> int:
+        """Queue on the new connection (flushed when its pump starts) what the lost server was
+        sent and never answered, in this order: tool outputs computed and not acknowledged
+        (the runner sends them again itself, same item ids — the tools do not run again); the
+        other item creates it never acknowledged, in their original order (each once: an item
+        the runner sent again is not repeated); then the ``response.create`` requests no
+        response answered, with their parameters — after the items, so a message and the
+        response asked for it go as message, then response. Returns how many of the lost
+        connection's unacknowledged creates went again."""
+        protocol = self._protocol
+        unacknowledged, self._resend_creates = self._resend_creates, ()
         self._tools.connection_replaced()
+        by_runner = _item_ids(protocol.unacknowledged_item_creates)
+        for create in items_to_resend(unacknowledged, protocol.conversation, by_runner):
+            protocol.send_item_create(create.item, previous_item_id=create.previous_item_id)
         requests, self._rerequest_responses = self._rerequest_responses, ()
         for params in requests:  # with their parameters; their speech sources are lost
             self._request_response(params, "response")
+        pending = _item_ids(protocol.unacknowledged_item_creates)
+        return sum(1 for create in unacknowledged if create.item.id in pending)
 
     def _new_translator(self, protocol: RealtimeProtocol) -> EventTranslator:
         translator = EventTranslator(
@@ -1380,6 +1402,10 @@ def _audio_bytes(pcm: bytes | bytearray | memoryview | npt.NDArray[np.int16]) ->
             )
         return pcm.astype("<i2", copy=False).tobytes()
     raise TypeError(f"send_audio() got {type(pcm).__name__}: expected bytes or a numpy int16 array")
+
+
+def _item_ids(creates: Sequence[ConversationItemCreate]) -> set[str]:
+    return {create.item.id for create in creates if create.item.id is not None}
 
 
 class _ReconnectHost:

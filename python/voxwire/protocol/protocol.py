@@ -116,6 +116,9 @@ class RealtimeProtocol:
         self._gate = ResponseGate()
         # Item creates/deletes awaiting the server's answer: event_id -> item_id.
         self._item_requests: dict[str, str] = {}
+        # conversation.item.create events awaiting the server's answer, oldest first: event_id ->
+        # the event as sent (its item always has an id: send_item_create gives one).
+        self._unacked_creates: dict[str, ConversationItemCreate] = {}
         # event_ids of out-of-band response.create events awaiting their response.created.
         self._out_of_band_creates: list[str] = []
 
@@ -168,6 +171,21 @@ class RealtimeProtocol:
         one in flight, then the held ones — with their parameters (``None``: defaults). What a
         new connection must ask for again after this one was lost."""
         return self._gate.unanswered
+
+    @property
+    def unacknowledged_item_creates(self) -> tuple[ConversationItemCreate, ...]:
+        """The ``conversation.item.create`` events sent (or queued) that the server has not
+        answered yet, oldest first, as sent: the item with its id, and ``previous_item_id``.
+        What a new connection must send again after this one was lost.
+
+        A create stops being unacknowledged when the server announces its item
+        (``conversation.item.added``, or the older ``.created``, with the item's id), deletes it
+        (``conversation.item.deleted``), or rejects it (an ``error`` naming the create's
+        ``event_id``). Matching is by item id, never by arrival order: every create carries an
+        id (the client's own, or one made here), which the server keeps, while the server also
+        announces items of its own (committed audio, response output) that an order-based match
+        would mistake for acknowledgements."""
+        return tuple(self._unacked_creates.values())
 
     @property
     def responses_in_progress(self) -> tuple[str, ...]:
@@ -261,6 +279,8 @@ class RealtimeProtocol:
         event = self._queue(ConversationItemCreate(item=item, previous_item_id=previous_item_id))
         self._conversation.create_sent(item)
         self._track_item_request(event, item.id)
+        assert event.event_id is not None  # _queue gives every event one
+        self._unacked_creates[event.event_id] = event
         return event
 
     def send_item_retrieve(self, item_id: str) -> ConversationItemRetrieve:
@@ -377,6 +397,8 @@ class RealtimeProtocol:
     def _item_answered(self, item_id: str) -> None:
         for event_id in [eid for eid, iid in self._item_requests.items() if iid == item_id]:
             del self._item_requests[event_id]
+        for event_id in [eid for eid, c in self._unacked_creates.items() if c.item.id == item_id]:
+            del self._unacked_creates[event_id]
 
     def _release_held_create(self) -> ResponseCreate | None:
         params = self._gate.release()
@@ -516,6 +538,7 @@ class RealtimeProtocol:
         if event_id is not None and event_id in self._item_requests:
             # The create or delete failed: stop waiting for it.
             self._conversation.create_failed(self._item_requests.pop(event_id))
+            self._unacked_creates.pop(event_id, None)
         self._release_held_create()
         return True
 
