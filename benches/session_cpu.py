@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -42,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,10 @@ CLIENTS = ("voxwire", "openai-agents")
 #: Not an SDK: the least a client can do (websockets and json, no session logic), to show the
 #: floor every client stands on (``--clients voxwire,openai-agents,raw``).
 FLOOR = "raw"
+#: Not a client either: the system calls alone (``--replay`` only). Every frame the conversation
+#: sends is built before the measurement starts; measured are one ``send`` per frame and the
+#: ``recv`` calls that read the server's frames, unparsed. No client can cost less.
+SYSCALLS = "syscalls"
 
 #: What the user says (audio turns carry no transcript: input transcription is off, so the
 #: rules responder sees an empty text and answers with REPLY).
@@ -138,10 +143,10 @@ def build_script(directory: Path, minutes: float, short: bool = False) -> float:
 
 
 def serve_main(args: argparse.Namespace) -> None:
-    asyncio.run(_serve(Path(args.tap_dir)))
+    asyncio.run(_serve(Path(args.tap_dir), record=args.record))
 
 
-async def _serve(tap_dir: Path) -> None:
+async def _serve(tap_dir: Path, *, record: bool = False) -> None:
     import msgspec
     from websockets.asyncio.client import connect
     from websockets.asyncio.server import ServerConnection, serve
@@ -168,6 +173,7 @@ async def _serve(tap_dir: Path) -> None:
             upstream = f"ws://127.0.0.1:{server.port}{parts.path}?{urlencode(query, doseq=True)}"
             sent: list[tuple[str, int, float]] = []
             received: dict[str, int] = {}
+            frames: list[str] = []
             async with connect(upstream, max_size=None, compression=None) as server_side:
 
                 async def down() -> None:
@@ -178,6 +184,8 @@ async def _serve(tap_dir: Path) -> None:
                             size = len(event.delta) * 3 // 4 - event.delta[-2:].count("=")
                             received[event.item_id] = total = received.get(event.item_id, 0) + size
                             sent.append((event.item_id, total, time.monotonic()))
+                        if record and isinstance(frame, str):
+                            frames.append(frame)
                         await client.send(frame)
 
                 async def up() -> None:
@@ -191,6 +199,8 @@ async def _serve(tap_dir: Path) -> None:
                     for task in tasks:
                         task.cancel()
                     await asyncio.gather(*tasks, return_exceptions=True)
+            if record:
+                (tap_dir / f"frames-{tag}.jsonl").write_text("\n".join(frames) + "\n")
             (tap_dir / f"tap-{tag}.json").write_text(json.dumps(sent))
 
         async with serve(tap, "127.0.0.1", 0, max_size=None, compression=None) as tap_server:
@@ -198,6 +208,44 @@ async def _serve(tap_dir: Path) -> None:
             print(f"ws://127.0.0.1:{port}/v1/realtime?model={MODEL}", flush=True)
             # Until the parent closes our stdin.
             await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+
+# --- the replay server (``replay``) ----------------------------------------------------------
+
+
+def replay_main(args: argparse.Namespace) -> None:
+    asyncio.run(_replay(Path(args.frames).read_text().splitlines()))
+
+
+async def _replay(frames: list[str]) -> None:
+    """Serve a recorded conversation: after the client's first frame (its session.update), every
+    frame the local server sent in that conversation, as fast as the client reads them, while
+    the client's own frames are read and dropped. The connection stays open until the client
+    closes it."""
+    from websockets.asyncio.server import ServerConnection, serve
+
+    async def handler(client: ServerConnection) -> None:
+        first = asyncio.get_running_loop().create_future()
+
+        async def drain() -> None:
+            async for _ in client:
+                if not first.done():
+                    first.set_result(None)
+
+        reader = asyncio.create_task(drain())
+        try:
+            await first
+            for frame in frames:
+                await client.send(frame)
+            await reader
+        finally:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+
+    async with serve(handler, "127.0.0.1", 0, max_size=None, compression=None) as server:
+        port = server.sockets[0].getsockname()[1]
+        print(f"ws://127.0.0.1:{port}/v1/realtime?model={MODEL}", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 
 
 # --- one client (``client``) -------------------------------------------------------------
@@ -212,6 +260,7 @@ class Tally:
     interruptions: int = 0
     errors: list[str] = field(default_factory=list)
     audio_bytes: int = 0
+    events: int = 0  # every session event the application took, for settle()
     per_item: dict[str, int] = field(default_factory=dict)
     deliveries: list[tuple[str, int, float]] = field(default_factory=list)
 
@@ -222,23 +271,48 @@ class Tally:
         self.deliveries.append((item_id, total, now))
 
 
+#: Replay mode (``--replay``): microphone chunks go out as fast as the client takes them (the
+#: microphone loop yields to the receiving task once per second of audio), and the client ends
+#: once the application has seen no event for SETTLE_S.
+SETTLE_S = 0.5
+YIELD_EVERY = 1000 // CHUNK_MS
+REPLAY = False
+
+
 async def stream_microphone(
     mic: bytes,
     texts: list[tuple[float, str]],
     send_audio: Callable[[bytes], Awaitable[None]],
     send_text: Callable[[str], Awaitable[None]],
 ) -> None:
-    """Every 20 ms the next 20 ms of the microphone; typed messages at their times."""
+    """Every 20 ms the next 20 ms of the microphone; typed messages at their times. In replay
+    mode without waiting."""
     start = time.monotonic()
     pending = list(texts)
     for index in range(len(mic) // CHUNK_BYTES):
         offset_s = index * CHUNK_MS / 1000
         while pending and pending[0][0] <= offset_s:
             await send_text(pending.pop(0)[1])
-        delay = start + offset_s - time.monotonic()
-        if delay > 0:
-            await asyncio.sleep(delay)
+        if REPLAY:
+            if index % YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+        else:
+            delay = start + offset_s - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
         await send_audio(mic[index * CHUNK_BYTES : (index + 1) * CHUNK_BYTES])
+
+
+async def settle(tally: Tally) -> None:
+    """After the microphone: at real time, let the last answer finish; in replay mode, wait
+    until the application has taken every event (none for SETTLE_S)."""
+    if not REPLAY:
+        await asyncio.sleep(GRACE_S)
+        return
+    seen = -1
+    while tally.events != seen:
+        seen = tally.events
+        await asyncio.sleep(SETTLE_S)
 
 
 async def run_voxwire(url: str, mic: bytes, texts: list[tuple[float, str]], tally: Tally) -> None:
@@ -263,6 +337,7 @@ async def run_voxwire(url: str, mic: bytes, texts: list[tuple[float, str]], tall
 
         async def receive() -> None:
             async for event in session:
+                tally.events += 1
                 if event.type == "audio":
                     tally.audio(event.item_id, event.pcm)
                 elif event.type == "response_done":
@@ -276,7 +351,7 @@ async def run_voxwire(url: str, mic: bytes, texts: list[tuple[float, str]], tall
 
         receiver = asyncio.create_task(receive())
         await stream_microphone(mic, texts, session.send_audio, session.send_message)
-        await asyncio.sleep(GRACE_S)
+        await settle(tally)
     await receiver
 
 
@@ -312,6 +387,7 @@ async def run_openai_agents(
 
         async def receive() -> None:
             async for event in session:
+                tally.events += 1
                 if event.type == "audio":
                     tally.audio(event.item_id, event.audio.data)
                 elif event.type == "agent_end":
@@ -327,7 +403,7 @@ async def run_openai_agents(
 
         receiver = asyncio.create_task(receive())
         await stream_microphone(mic, texts, session.send_audio, session.send_message)
-        await asyncio.sleep(GRACE_S)
+        await settle(tally)
         done.set()
     # Its iterator does not always end when the session closes: stop waiting for it.
     receiver.cancel()
@@ -363,6 +439,7 @@ async def run_raw(url: str, mic: bytes, texts: list[tuple[float, str]], tally: T
 
         async def receive() -> None:
             async for frame in ws:
+                tally.events += 1
                 event = json.loads(frame)
                 kind = event["type"]
                 if kind == "response.output_audio.delta":
@@ -392,8 +469,71 @@ async def run_raw(url: str, mic: bytes, texts: list[tuple[float, str]], tally: T
 
         receiver = asyncio.create_task(receive())
         await stream_microphone(mic, texts, send_audio, send_text)
-        await asyncio.sleep(GRACE_S)
+        await settle(tally)
     await asyncio.gather(receiver, return_exceptions=True)
+
+
+class SyscallFloor:
+    """The ``syscalls`` floor: a websocket opened by hand on a blocking socket, every outgoing
+    frame (session.update, each microphone chunk as ``input_audio_buffer.append``, the typed
+    messages, the close) encoded and masked in advance by :meth:`__init__`; :meth:`run` only
+    sends them and reads what the server sends until it has been quiet for SETTLE_S."""
+
+    def __init__(self, url: str, mic: bytes, texts: list[tuple[float, str]]) -> None:
+        import base64
+        import socket
+
+        from websockets.frames import Close, Frame, Opcode
+
+        def frame(event: dict[str, Any]) -> bytes:
+            return Frame(Opcode.TEXT, json.dumps(event).encode()).serialize(mask=True)
+
+        parts = urlsplit(url)
+        self.sock = socket.create_connection((parts.hostname, parts.port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall(
+            (
+                f"GET {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+                "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                "Authorization: Bearer sk-bench\r\n\r\n"
+            ).encode()
+        )
+        response = b""
+        while b"\r\n\r\n" not in response:
+            response += self.sock.recv(4096)
+        if b" 101 " not in response.split(b"\r\n", 1)[0]:
+            raise RuntimeError(f"the websocket handshake failed: {response[:200]!r}")
+        self.early = len(response.split(b"\r\n\r\n", 1)[1])  # frames already read
+        session = {"type": "realtime", "output_modalities": ["audio"]}
+        self.frames = [frame({"type": "session.update", "session": session})]
+        pending = list(texts)
+        for index in range(len(mic) // CHUNK_BYTES):
+            while pending and pending[0][0] <= index * CHUNK_MS / 1000:
+                content = [{"type": "input_text", "text": pending.pop(0)[1]}]
+                item = {"type": "message", "role": "user", "content": content}
+                self.frames.append(frame({"type": "conversation.item.create", "item": item}))
+                self.frames.append(frame({"type": "response.create"}))
+            chunk = mic[index * CHUNK_BYTES : (index + 1) * CHUNK_BYTES]
+            audio = base64.b64encode(chunk).decode()
+            self.frames.append(frame({"type": "input_audio_buffer.append", "audio": audio}))
+        self.close = Frame(Opcode.CLOSE, Close(1000, "").serialize()).serialize(mask=True)
+
+    def run(self, tally: Tally) -> None:
+        sock, buffer = self.sock, bytearray(1 << 20)
+        for data in self.frames:
+            sock.sendall(data)
+        sock.settimeout(SETTLE_S)
+        tally.audio_bytes = self.early
+        try:
+            while received := sock.recv_into(buffer):
+                tally.audio_bytes += received  # all bytes, not only audio
+                tally.events += 1
+        except TimeoutError:
+            pass
+        sock.settimeout(None)
+        sock.sendall(self.close)
+        sock.close()
 
 
 def peak_rss_mb(usage: resource.struct_rusage) -> float:
@@ -410,10 +550,16 @@ def peak_rss_mb(usage: resource.struct_rusage) -> float:
 
 
 def client_main(args: argparse.Namespace) -> None:
+    global REPLAY
+    REPLAY = args.replay
     directory = Path(args.dir)
     mic = (directory / "mic.pcm").read_bytes()
     texts = [(t, text) for t, text in json.loads((directory / "texts.json").read_text())]
-    run = {"voxwire": run_voxwire, "openai-agents": run_openai_agents, FLOOR: run_raw}[args.impl]
+    if args.impl == SYSCALLS and not REPLAY:
+        raise SystemExit("the syscalls floor needs --replay (it does not answer the tool call)")
+    run = {"voxwire": run_voxwire, "openai-agents": run_openai_agents, FLOOR: run_raw}.get(
+        args.impl
+    )
     # Imports first (not counted): the conversation's CPU is what is measured.
     if args.impl == "voxwire":
         import voxwire.asyncio  # noqa: F401
@@ -421,6 +567,13 @@ def client_main(args: argparse.Namespace) -> None:
         import agents.realtime  # noqa: F401
     else:
         import websockets.asyncio.client  # noqa: F401
+    floor = None
+    if run is None:  # the syscalls floor: its frames are built here, before the measurement
+        floor = SyscallFloor(args.url, mic, texts)
+    elif REPLAY:
+        # A first, unmeasured conversation: what a stack builds once per process (lazy imports,
+        # schema and validator construction) is not a per-minute cost.
+        asyncio.run(run(args.url, mic, texts, Tally()))
     tally = Tally()
     profiler = None
     if args.profile:
@@ -430,7 +583,11 @@ def client_main(args: argparse.Namespace) -> None:
         profiler.enable()
     before = resource.getrusage(resource.RUSAGE_SELF)
     started = time.monotonic()
-    asyncio.run(run(args.url, mic, texts, tally))
+    if floor is not None:
+        floor.run(tally)
+    else:
+        assert run is not None
+        asyncio.run(run(args.url, mic, texts, tally))
     wall_s = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_SELF)
     if profiler is not None:
@@ -462,8 +619,18 @@ class Run:
 
 
 def run_client(
-    python: str, impl: str, url: str, directory: Path, tag: str, profile: str | None = None
+    python: str,
+    impl: str,
+    url: str,
+    directory: Path,
+    tag: str,
+    profile: str | None = None,
+    *,
+    replay_of_s: float | None = None,
 ) -> Run:
+    """One client's conversation in its own process. ``replay_of_s``: the client talks to the
+    replay server, which plays back a conversation of that many seconds (CPU is per minute of
+    that conversation; no latency: the replay has no tap)."""
     out = directory / f"{tag}.json"
     command = [
         python,
@@ -480,23 +647,28 @@ def run_client(
     ]
     if profile:
         command += ["--profile", profile]
+    if replay_of_s is not None:
+        command.append("--replay")
     env = {**os.environ, "OPENAI_AGENTS_DISABLE_TRACING": "1", "OPENBLAS_NUM_THREADS": "1"}
     subprocess.run(command, check=True, env=env, timeout=3600)
     result = json.loads(out.read_text())
-    tap_file = directory / f"tap-{tag}.json"
-    for _ in range(100):  # the tap writes its file when the connection ends
-        if tap_file.exists():
-            break
-        time.sleep(0.05)
-    sent = {(item, total): t for item, total, t in json.loads(tap_file.read_text())}
-    latency_ms = [
-        (t - sent[(item, total)]) * 1000
-        for item, total, t in result["deliveries"]
-        if (item, total) in sent
-    ]
+    latency_ms = []
+    if replay_of_s is None:
+        tap_file = directory / f"tap-{tag}.json"
+        for _ in range(100):  # the tap writes its file when the connection ends
+            if tap_file.exists():
+                break
+            time.sleep(0.05)
+        sent = {(item, total): t for item, total, t in json.loads(tap_file.read_text())}
+        latency_ms = [
+            (t - sent[(item, total)]) * 1000
+            for item, total, t in result["deliveries"]
+            if (item, total) in sent
+        ]
+    minutes = (replay_of_s if replay_of_s is not None else result["wall_s"]) / 60
     return Run(
         impl=impl,
-        cpu_s_per_min=result["cpu_s"] / (result["wall_s"] / 60),
+        cpu_s_per_min=result["cpu_s"] / minutes,
         peak_rss_mb=result["peak_rss_mb"],
         latency_ms=latency_ms,
         responses=result["responses"],
@@ -514,41 +686,87 @@ def compare(
     *,
     short: bool = False,
     profile_dir: str | None = None,
+    replay: bool = False,
 ) -> dict[str, list[Run]]:
-    """Run every client ``runs`` times (alternating their order) against one server."""
+    """Run every client ``runs`` times (alternating their order) against one server.
+
+    ``replay``: first record the conversation once, at real time, as the local server plays it
+    with the ``raw`` client; then each client runs against a replay server that sends every
+    recorded frame as fast as the client reads, while the client's microphone goes out as fast
+    as it is taken. CPU per minute of that conversation is then the work of each client stack,
+    without the idle wake-ups of a real-time pace."""
     results: dict[str, list[Run]] = {impl: [] for impl in clients}
     with tempfile.TemporaryDirectory(prefix="voxwire-session-cpu-") as tmp:
         directory = Path(tmp)
-        build_script(directory, minutes, short=short)
-        server = subprocess.Popen(
-            [sys.executable, __file__, "serve", "--tap-dir", tmp],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert server.stdout is not None
-            url = server.stdout.readline().strip()
-            if not url.startswith("ws://"):
-                raise RuntimeError("the server did not start")
-            for index in range(runs):
-                order = clients if index % 2 == 0 else tuple(reversed(clients))
-                for impl in order:
-                    profile = (
-                        str(Path(profile_dir) / f"{impl}-{index}.prof") if profile_dir else None
-                    )
-                    results[impl].append(
-                        run_client(python, impl, url, directory, f"{impl}-{index}", profile)
-                    )
-        finally:
-            assert server.stdin is not None
-            server.stdin.close()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+        conversation_s = build_script(directory, minutes, short=short)
+        with _server_process("serve", "--tap-dir", tmp, *(["--record"] if replay else [])) as url:
+            if replay:
+                run_client(python, FLOOR, url, directory, "record")
+            else:
+                _run_series(results, runs, clients, python, url, directory, profile_dir, None)
+        if replay:
+            frames = directory / "frames-record.jsonl"
+            for _ in range(100):  # written when the recorded connection ends
+                if frames.exists():
+                    break
+                time.sleep(0.05)
+            with _server_process("replay", "--frames", str(frames)) as url:
+                _run_series(
+                    results, runs, clients, python, url, directory, profile_dir, conversation_s
+                )
     return results
+
+
+def _run_series(
+    results: dict[str, list[Run]],
+    runs: int,
+    clients: tuple[str, ...],
+    python: str,
+    url: str,
+    directory: Path,
+    profile_dir: str | None,
+    replay_of_s: float | None,
+) -> None:
+    for index in range(runs):
+        order = clients if index % 2 == 0 else tuple(reversed(clients))
+        for impl in order:
+            profile = str(Path(profile_dir) / f"{impl}-{index}.prof") if profile_dir else None
+            results[impl].append(
+                run_client(
+                    python,
+                    impl,
+                    url,
+                    directory,
+                    f"{impl}-{index}",
+                    profile,
+                    replay_of_s=replay_of_s,
+                )
+            )
+
+
+@contextlib.contextmanager
+def _server_process(*args: str) -> Iterator[str]:
+    """This script's ``serve`` or ``replay`` in its own process; yields its URL."""
+    server = subprocess.Popen(
+        [sys.executable, __file__, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        if not url.startswith("ws://"):
+            raise RuntimeError(f"the {args[0]} process did not start")
+        yield url
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -586,6 +804,12 @@ def table(results: dict[str, list[Run]]) -> str:
                 f"Above the raw floor: voxwire {ours - floor:.3f}, openai-agents "
                 f"{theirs - floor:.3f} CPU s / min, ratio {(ours - floor) / (theirs - floor):.3f}x"
             )
+        if SYSCALLS in results:
+            syscalls = statistics.median(r.cpu_s_per_min for r in results[SYSCALLS])
+            lines.append(
+                f"The system calls alone: {syscalls:.3f} CPU s / min = "
+                f"{syscalls / theirs:.3f}x openai-agents"
+            )
     return "\n".join(lines)
 
 
@@ -594,18 +818,27 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="command")
     serve = sub.add_parser("serve", help="(internal) the local server behind the latency tap")
     serve.add_argument("--tap-dir", required=True)
+    serve.add_argument("--record", action="store_true", help="keep every frame sent")
+    replay = sub.add_parser("replay", help="(internal) serve a recorded conversation")
+    replay.add_argument("--frames", required=True)
     client = sub.add_parser("client", help="(internal) one client's conversation")
-    client.add_argument("--impl", choices=(*CLIENTS, FLOOR), required=True)
+    client.add_argument("--impl", choices=(*CLIENTS, FLOOR, SYSCALLS), required=True)
     client.add_argument("--url", required=True)
     client.add_argument("--dir", required=True)
     client.add_argument("--out", required=True)
     client.add_argument("--profile", help="write a cProfile of the conversation here")
+    client.add_argument("--replay", action="store_true", help="no real-time pace")
     parser.add_argument("--minutes", type=float, default=3.0, help="conversation length")
     parser.add_argument("--runs", type=int, default=3, help="runs per client")
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--python", default=sys.executable, help="interpreter of the clients")
     parser.add_argument("--short", action="store_true", help="the smoke test's 20 s script")
     parser.add_argument("--profile-dir", help="cProfile each client run into this folder")
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="record the conversation once, then replay it to each client at full speed",
+    )
     parser.add_argument("--json", help="also write the raw results here")
     args = parser.parse_args(argv)
     if args.command == "serve":
@@ -613,6 +846,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.command == "client":
         client_main(args)
+        return
+    if args.command == "replay":
+        replay_main(args)
         return
     clients = tuple(c for c in args.clients.split(",") if c)
     results = compare(
@@ -622,6 +858,7 @@ def main(argv: list[str] | None = None) -> None:
         args.python,
         short=args.short,
         profile_dir=args.profile_dir,
+        replay=args.replay,
     )
     print(table(results))
     for impl, runs in results.items():

@@ -30,3 +30,21 @@ def test_both_clients_complete_the_scripted_conversation() -> None:
         assert run.cpu_s_per_min > 0
     if "openai-agents" not in clients:
         pytest.skip("openai-agents is not installed (pip install '.[bench]'): voxwire only")
+
+
+def test_the_replay_mode_runs_every_client_on_the_recorded_conversation() -> None:
+    """``--replay``: the conversation recorded once at real time, then replayed at full speed to
+    each client (and to the system-calls floor, which reads the same frames unparsed)."""
+    sdks = ("voxwire", "openai-agents") if importlib.util.find_spec("agents") else ("voxwire",)
+    clients = (*sdks, session_cpu.FLOOR, session_cpu.SYSCALLS)
+    results = session_cpu.compare(0, 1, clients, sys.executable, short=True, replay=True)
+    for impl in (*sdks, session_cpu.FLOOR):
+        (run,) = results[impl]
+        assert run.errors == [], (impl, run.errors)
+        # The recording holds the spoken answers and the tool's answer; each stack ran the tool.
+        assert run.responses >= 3, (impl, run)
+        assert run.tool_calls == 1, (impl, run)
+        assert run.latency_ms == []  # no tap behind a replay
+    (floor,) = results[session_cpu.SYSCALLS]
+    assert floor.responses == 0
+    assert floor.cpu_s_per_min > 0
