@@ -15,10 +15,12 @@ server session:
 4. wait until the server acknowledged the update and every item, then hand the new connection to
    the session, which swaps it in and goes on.
 
-What was in flight is settled by the session (docs/session.md, "Reconnection"); what the
-application had sent and the lost server never acknowledged — item creates
-(:func:`items_to_resend`), ``response.create`` requests — is sent again by the session once the
-new connection is swapped in, items before the response requests. The protocol core
+What was in flight is settled by the session (docs/session.md, "Reconnection") — item deletes
+and truncates the lost server never acknowledged are taken as done before the restoration is
+planned, so a deleted item is not recreated. Once the new connection is swapped in, the session
+sends the application's session updates again (:class:`SessionUpdateLog`: the resumption sent
+the agent's configuration only), then what the lost server never acknowledged — item creates
+(:func:`items_to_resend`), then ``response.create`` requests. The protocol core
 holds per-connection state (the gate, pending requests, the server's session), so every
 connection gets a fresh :class:`~voxwire.protocol.RealtimeProtocol` (sharing the session's id
 factory, so ids never repeat); the conversation is carried over by recreating it.
@@ -35,7 +37,7 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -69,6 +71,7 @@ __all__ = [
     "Restoration",
     "Resumed",
     "SessionReconnecting",
+    "SessionUpdateLog",
     "items_to_resend",
     "restoration_items",
 ]
@@ -263,6 +266,84 @@ def items_to_resend(
         resend.append(ConversationItemCreate(item=create.item, previous_item_id=previous))
         sent.add(item_id)
     return tuple(resend)
+
+
+# --- the application's session updates -----------------------------------------------------------
+
+
+@dataclass
+class _LoggedUpdate:
+    number: int  # counts every update logged, from 0: its place among the agent changes
+    event_id: str  # of its latest sending (a replay sends it under a new event_id)
+    config: SessionConfig
+
+
+class SessionUpdateLog:
+    """The application's ``session.update`` changes, kept to be made again on a new server
+    session (the session's ``update_session()`` and ``send_raw`` session updates; not the
+    agents' updates, which the session knows how to make itself).
+
+    ``session.update`` is a patch the server merges into the session, so the new server ends up
+    as the lost one was when it gets the same patches in the same order. The agent's
+    configuration goes first on a new server (the resumption's own update), so the replay
+    (:meth:`replay`) is: the updates sent before the last agent change, then — only if there
+    were any — the current agent's update again (it had overridden them on the lost server),
+    then the updates sent after it.
+
+    * An update the server rejected (an ``error`` naming its ``event_id``: :meth:`rejected`)
+      changed nothing and is dropped: it is not replayed.
+    * An update not answered when the connection was lost is replayed (the lost server may have
+      applied it; applying a patch again is harmless, and the order is kept).
+    * Memory: every accepted update is kept, one :class:`~voxwire.protocol.SessionConfig` per
+      call, for the session's life. They are small (a few hundred bytes, more with long
+      instructions or many tools) and an application sends few. They are not merged: the
+      server's merge rules for nested objects (``audio``, turn detection changing type) are the
+      server's, not the protocol's, and a merge that differed would configure the new server
+      differently.
+    """
+
+    def __init__(self) -> None:
+        self._updates: list[_LoggedUpdate] = []
+        self._count = 0
+        self._agent_mark = 0  # updates numbered below it were sent before the last agent change
+        self._agent_config: SessionConfig | None = None
+
+    def __len__(self) -> int:
+        return len(self._updates)
+
+    def sent(self, event_id: str, config: SessionConfig) -> None:
+        """The application sent ``config`` as the ``session.update`` ``event_id``."""
+        self._updates.append(_LoggedUpdate(self._count, event_id, config))
+        self._count += 1
+
+    def rejected(self, event_id: str | None) -> None:
+        """The server rejected the update ``event_id`` (other event ids are ignored)."""
+        self._updates = [u for u in self._updates if u.event_id != event_id]
+
+    def mark(self) -> int:
+        """Where an agent change being sent now falls among the updates (pass it to
+        :meth:`agent_applied` once the server accepted the change)."""
+        return self._count
+
+    def agent_applied(self, mark: int, config: SessionConfig) -> None:
+        """The server accepted the agent change sent as ``config`` at ``mark``: updates sent
+        before it were overridden by it where they overlap."""
+        self._agent_mark = mark
+        self._agent_config = config
+
+    def replay(self, send: Callable[[SessionConfig], str]) -> int:
+        """Send the updates again, in the order described above (``send`` queues one and
+        returns its event_id); how many of the application's updates went."""
+        before = [u for u in self._updates if u.number < self._agent_mark]
+        after = [u for u in self._updates if u.number >= self._agent_mark]
+        for update in before:
+            update.event_id = send(update.config)
+        if before:
+            assert self._agent_config is not None  # a mark above 0 comes with its agent
+            send(self._agent_config)
+        for update in after:
+            update.event_id = send(update.config)
+        return len(before) + len(after)
 
 
 # --- the attempts ---------------------------------------------------------------------------------

@@ -69,6 +69,7 @@ from voxwire.asyncio.reconnect import (
     Restoration,
     Resumed,
     SessionReconnecting,
+    SessionUpdateLog,
     items_to_resend,
     restoration_items,
 )
@@ -340,6 +341,8 @@ class RealtimeSession:
         self._create_in_flight = False
         self._updates_in_flight: deque[str] = deque()
         self._update_acks: dict[str, asyncio.Future[None]] = {}
+        # The application's session.update changes, made again after a reconnection.
+        self._app_updates = SessionUpdateLog()
         self._background = OwnedTasks(self._background_failed)
         host = _AgentHost(self)
         self._tools = ToolRunner(
@@ -508,6 +511,22 @@ class RealtimeSession:
         if self._tracing is not msgspec.UNSET:
             config = msgspec.structs.replace(config, tracing=self._tracing)
         return config
+
+    def _resume_config(self) -> SessionConfig:
+        """The first ``session.update`` of a resumed server session: as at ``connect()``, except
+        that once the conversation holds assistant audio the voice stays the one the lost
+        server spoke with — an agent change since then left the voice out (the API refuses
+        it), so the listener heard no change and must hear none now."""
+        config = self._initial_config(self._resolved)
+        lost = self._protocol.session  # still the lost connection's protocol core
+        if not self._assistant_audio or lost is None:
+            return config
+        voice = lost.audio.output.voice if lost.audio and lost.audio.output else msgspec.UNSET
+        if voice is msgspec.UNSET:
+            return config
+        wire = config.to_wire()
+        wire.setdefault("audio", {}).setdefault("output", {})["voice"] = msgspec.to_builtins(voice)
+        return SessionConfig.from_mapping(wire)
 
     async def _open_connection(self) -> tuple[Transport, str]:
         """Resolve the key, then try the primary URL and the fallbacks in order; the first
@@ -724,14 +743,14 @@ class RealtimeSession:
     def _connection_lost(self) -> Restoration:
         """What was in flight on the lost connection ends here, reported as the application
         would see an interruption: playback stops (``audio_interrupted``), each response in
-        progress is done with status ``cancelled`` (reason ``connection_lost``), agent
-        updates waiting for an acknowledgement fail. Returns what to restore; what to send
-        again (item creates not acknowledged, response requests not answered) is kept for
-        :meth:`_resumed`."""
+        progress is done with status ``cancelled`` (reason ``connection_lost``), item deletes
+        and truncates not acknowledged are taken as done, agent updates waiting for an
+        acknowledgement fail. Returns what to restore; what to send again (item creates not
+        acknowledged, response requests not answered, the application's session updates) is
+        kept for :meth:`_resumed`."""
         protocol = self._protocol
         lost = protocol.responses_in_progress
         self._rerequest_responses = protocol.unanswered_response_requests
-        self._resend_creates = protocol.unacknowledged_item_creates
         playing = self._sink is not None and self._sink.clock.buffered_samples > 0
         if lost or playing:
             self._interrupt(None, cancel_response=False)
@@ -746,6 +765,9 @@ class RealtimeSession:
                 ),
             )
             self._handle_frame(encode_event(done))
+        self._settle_item_changes()
+        # After the deletes: an item created and deleted, neither acknowledged, stays away.
+        self._resend_creates = protocol.unacknowledged_item_creates
         # Frames queued for the lost server (truncations, released requests) go nowhere.
         protocol.data_to_send()
         self._outbox.clear()
@@ -759,6 +781,29 @@ class RealtimeSession:
         self._speech = SpeechSources()
         self._create_in_flight = False
         return restoration_items(protocol.conversation, lost)
+
+    def _settle_item_changes(self) -> None:
+        """Item deletes and truncates the lost server never acknowledged (the application's, or
+        the interruption's just above) are taken as done, as if the server had confirmed them:
+        the same ``conversation.item.deleted`` / ``.truncated`` go through the protocol core
+        and the translator (``history_updated``), so the history drops a deleted item and cuts
+        a truncated part — and the restoration, made from that history, does not bring the
+        item back (a truncated assistant audio part is not restored: its transcript is gone,
+        as on the server)."""
+        protocol = self._protocol
+        for delete in protocol.unacknowledged_item_deletes:
+            deleted = se.ConversationItemDeleted(
+                event_id=f"voxwire_connection_lost_{delete.event_id}", item_id=delete.item_id
+            )
+            self._handle_frame(encode_event(deleted))
+        for truncate in protocol.unacknowledged_item_truncates:  # those of items still there
+            truncated = se.ConversationItemTruncated(
+                event_id=f"voxwire_connection_lost_{truncate.event_id}",
+                item_id=truncate.item_id,
+                content_index=truncate.content_index,
+                audio_end_ms=truncate.audio_end_ms,
+            )
+            self._handle_frame(encode_event(truncated))
 
     def _resumed(self, resumed: Resumed) -> None:
         """Swap the resumed connection in (synchronously: nothing runs in between)."""
@@ -789,8 +834,12 @@ class RealtimeSession:
         self._queue.put(ev.HistoryUpdatedEvent(history=tuple(self.history)))
 
     def _send_again(self) -> int:
-        """Queue on the new connection (flushed when its pump starts) what the lost server was
-        sent and never answered, in this order: tool outputs computed and not acknowledged
+        """Queue on the new connection (flushed when its pump starts) what the lost server had
+        and the new one lacks, in this order: the application's session updates
+        (:class:`~voxwire.asyncio.reconnect.SessionUpdateLog`: those before the last agent
+        change, the agent's update again, those after it — the resumption sent the agent's
+        configuration only); then what the lost server was sent and never answered: tool
+        outputs computed and not acknowledged
         (the runner sends them again itself, same item ids — the tools do not run again); the
         other item creates it never acknowledged, in their original order (each once: an item
         the runner sent again is not repeated); then the ``response.create`` requests no
@@ -798,6 +847,7 @@ class RealtimeSession:
         response asked for it go as message, then response. Returns how many of the lost
         connection's unacknowledged creates went again."""
         protocol = self._protocol
+        self._app_updates.replay(self._send_session_update)
         unacknowledged, self._resend_creates = self._resend_creates, ()
         self._tools.connection_replaced()
         by_runner = _item_ids(protocol.unacknowledged_item_creates)
@@ -1093,9 +1143,11 @@ class RealtimeSession:
         await self._flush()
 
     async def update_session(self, config: SessionConfig | Mapping[str, Any]) -> None:
-        """Send a ``session.update`` (GA, legacy or camelCase shape)."""
+        """Send a ``session.update`` (GA, legacy or camelCase shape). With a reconnect policy,
+        the change is made again on the new server session after a reconnection (unless the
+        server rejected it)."""
         self._require_open()
-        self._send_session_update(config)
+        self._send_session_update(config, application=True)
         await self._flush()
 
     async def interrupt(
@@ -1180,7 +1232,7 @@ class RealtimeSession:
     def _send_typed(self, event: ClientEvent) -> None:
         p = self._protocol
         if isinstance(event, SessionUpdate):
-            self._send_session_update(event.session)
+            self._send_session_update(event.session, application=True)
         elif isinstance(event, InputAudioBufferAppend):
             p.send_input_audio(event.audio)
         elif isinstance(event, InputAudioBufferCommit):
@@ -1253,6 +1305,8 @@ class RealtimeSession:
         config = agent_update_config(
             self._base_config, resolved, voice_locked=self._assistant_audio
         )
+        # The application's updates sent from now on come after this change on the wire.
+        mark = self._app_updates.mark()
         event_id = self._send_session_update(config)
         ack = asyncio.get_running_loop().create_future()
         self._update_acks[event_id] = ack
@@ -1261,6 +1315,7 @@ class RealtimeSession:
             await ack
         finally:
             self._update_acks.pop(event_id, None)
+        self._app_updates.agent_applied(mark, config)
         previous = self._resolved
         self._resolved = resolved
         self._agent = resolved.agent
@@ -1281,12 +1336,19 @@ class RealtimeSession:
                 resolved = await resolve_agent(target.target)
                 await self._apply_agent(resolved, handoff=(source.agent, call_id))
 
-    def _send_session_update(self, config: SessionConfig | Mapping[str, Any]) -> str:
+    def _send_session_update(
+        self, config: SessionConfig | Mapping[str, Any], *, application: bool = False
+    ) -> str:
         """Queue a ``session.update``; its event_id. Every update is tracked so acknowledgements
-        (``session.updated`` carries no event_id, but answers updates in order) find theirs."""
-        event_id = self._protocol.send_session_update(config).event_id
+        (``session.updated`` carries no event_id, but answers updates in order) find theirs.
+        ``application``: the application's own change, logged (as sent, normalised) to be made
+        again after a reconnection (with a reconnect policy only)."""
+        event = self._protocol.send_session_update(config)
+        event_id = event.event_id
         assert event_id is not None
         self._updates_in_flight.append(event_id)
+        if application and self._reconnector is not None:  # kept only to be made again
+            self._app_updates.sent(event_id, event.session)
         return event_id
 
     def _request_response(
@@ -1311,6 +1373,7 @@ class RealtimeSession:
                     ack.set_result(None)
         elif isinstance(event, se.ErrorEvent):
             event_id = event.error.event_id
+            self._app_updates.rejected(event_id)  # it changed nothing: never made again
             if event_id is not None and event_id in self._updates_in_flight:
                 self._updates_in_flight.remove(event_id)
                 ack = self._update_acks.get(event_id)
@@ -1424,8 +1487,7 @@ class _ReconnectHost:
         return RealtimeProtocol(ids=self._session._ids)
 
     def resume_config(self) -> SessionConfig:
-        session = self._session
-        return session._initial_config(session._resolved)
+        return self._session._resume_config()
 
     @property
     def restore_timeout_s(self) -> float:

@@ -114,11 +114,11 @@ class RealtimeProtocol:
         self._ledger = AudioLedger()
         self._responses = ResponseRecords()
         self._gate = ResponseGate()
-        # Item creates/deletes awaiting the server's answer: event_id -> item_id.
-        self._item_requests: dict[str, str] = {}
-        # conversation.item.create events awaiting the server's answer, oldest first: event_id ->
-        # the event as sent (its item always has an id: send_item_create gives one).
+        # Item changes awaiting the server's answer, oldest first: event_id -> the event as sent.
+        # A create's item always has an id (send_item_create gives one).
         self._unacked_creates: dict[str, ConversationItemCreate] = {}
+        self._unacked_deletes: dict[str, ConversationItemDelete] = {}
+        self._unacked_truncates: dict[str, ConversationItemTruncate] = {}
         # event_ids of out-of-band response.create events awaiting their response.created.
         self._out_of_band_creates: list[str] = []
 
@@ -186,6 +186,31 @@ class RealtimeProtocol:
         announces items of its own (committed audio, response output) that an order-based match
         would mistake for acknowledgements."""
         return tuple(self._unacked_creates.values())
+
+    @property
+    def unacknowledged_item_deletes(self) -> tuple[ConversationItemDelete, ...]:
+        """The ``conversation.item.delete`` events sent (or queued) that the server has not
+        answered yet, oldest first, as sent. What the application asked to remove and the
+        conversation state still holds: after a lost connection, such an item must not be
+        recreated on the new one.
+
+        A delete stops being unacknowledged when the server confirms the deletion
+        (``conversation.item.deleted`` with its item id: every delete of that item is answered
+        then) or rejects it (an ``error`` naming the delete's ``event_id``). An announcement of
+        the item (``conversation.item.added``) does not answer it: the server may announce an
+        item before it reads the delete that follows."""
+        return tuple(self._unacked_deletes.values())
+
+    @property
+    def unacknowledged_item_truncates(self) -> tuple[ConversationItemTruncate, ...]:
+        """The ``conversation.item.truncate`` events sent (or queued) that the server has not
+        answered yet, oldest first, as sent (``audio_end_ms`` as clamped).
+
+        A truncate stops being unacknowledged when the server confirms it
+        (``conversation.item.truncated`` for its item and content part: the oldest such
+        truncate — the server answers in order), deletes its item (``conversation.item.deleted``)
+        or rejects it (an ``error`` naming the truncate's ``event_id``)."""
+        return tuple(self._unacked_truncates.values())
 
     @property
     def responses_in_progress(self) -> tuple[str, ...]:
@@ -278,7 +303,6 @@ class RealtimeProtocol:
             item = msgspec.structs.replace(item, id=self._ids("item"))
         event = self._queue(ConversationItemCreate(item=item, previous_item_id=previous_item_id))
         self._conversation.create_sent(item)
-        self._track_item_request(event, item.id)
         assert event.event_id is not None  # _queue gives every event one
         self._unacked_creates[event.event_id] = event
         return event
@@ -288,7 +312,8 @@ class RealtimeProtocol:
 
     def send_item_delete(self, item_id: str) -> ConversationItemDelete:
         event = self._queue(ConversationItemDelete(item_id=item_id))
-        self._track_item_request(event, item_id)
+        assert event.event_id is not None
+        self._unacked_deletes[event.event_id] = event
         return event
 
     def send_item_truncate(
@@ -298,11 +323,14 @@ class RealtimeProtocol:
         segment = self._ledger.get((item_id, content_index))
         if segment is not None:
             audio_end_ms = min(audio_end_ms, segment.received_ms)
-        return self._queue(
+        event = self._queue(
             ConversationItemTruncate(
                 item_id=item_id, content_index=content_index, audio_end_ms=audio_end_ms
             )
         )
+        assert event.event_id is not None
+        self._unacked_truncates[event.event_id] = event
+        return event
 
     def send_response_create(
         self, params: ResponseCreateParams | None = None
@@ -367,9 +395,10 @@ class RealtimeProtocol:
         :class:`~voxwire.exceptions.InvalidState` while earlier item changes are unanswered
         (the plan would be made against a conversation about to change).
         """
-        if self._item_requests:
+        unanswered = len(self._unacked_creates) + len(self._unacked_deletes)
+        if unanswered:
             raise InvalidState(
-                f"{len(self._item_requests)} item create/delete request(s) are unanswered; "
+                f"{unanswered} item create/delete request(s) are unanswered; "
                 "call update_history again after conversation.item.added / .deleted arrive"
             )
         events: list[ClientEvent] = []
@@ -390,13 +419,7 @@ class RealtimeProtocol:
         self._outgoing.append(encode_event(event))
         return event
 
-    def _track_item_request(self, event: ClientEvent, item_id: str | None) -> None:
-        if event.event_id is not None and item_id is not None:
-            self._item_requests[event.event_id] = item_id
-
-    def _item_answered(self, item_id: str) -> None:
-        for event_id in [eid for eid, iid in self._item_requests.items() if iid == item_id]:
-            del self._item_requests[event_id]
+    def _create_answered(self, item_id: str) -> None:
         for event_id in [eid for eid, c in self._unacked_creates.items() if c.item.id == item_id]:
             del self._unacked_creates[event_id]
 
@@ -422,7 +445,7 @@ class RealtimeProtocol:
     def _on_item_added(self, event: se.ConversationItemAdded | se.ConversationItemCreated) -> bool:
         self._conversation.item_added(event.item, event.previous_item_id)
         if event.item.id is not None:
-            self._item_answered(event.item.id)
+            self._create_answered(event.item.id)
         return True
 
     def _on_item_done(self, event: se.ConversationItemDone) -> bool:
@@ -432,12 +455,20 @@ class RealtimeProtocol:
     def _on_item_deleted(self, event: se.ConversationItemDeleted) -> bool:
         self._conversation.item_deleted(event.item_id)
         self._ledger.forget_item(event.item_id)
-        self._item_answered(event.item_id)
+        item_id = event.item_id
+        self._create_answered(item_id)
+        for table in (self._unacked_deletes, self._unacked_truncates):
+            for event_id in [eid for eid, e in table.items() if e.item_id == item_id]:
+                del table[event_id]
         return True
 
     def _on_item_truncated(self, event: se.ConversationItemTruncated) -> bool:
         self._conversation.item_truncated(event.item_id, event.content_index, event.audio_end_ms)
         self._ledger.truncated((event.item_id, event.content_index), event.audio_end_ms)
+        for event_id, truncate in self._unacked_truncates.items():
+            if (truncate.item_id, truncate.content_index) == (event.item_id, event.content_index):
+                del self._unacked_truncates[event_id]  # the oldest: the server answers in order
+                break
         return True
 
     def _on_response_created(self, event: se.ResponseCreated) -> bool:
@@ -535,10 +566,14 @@ class RealtimeProtocol:
         self._gate.error(event_id)
         if event_id in self._out_of_band_creates:
             self._out_of_band_creates.remove(event_id)
-        if event_id is not None and event_id in self._item_requests:
-            # The create or delete failed: stop waiting for it.
-            self._conversation.create_failed(self._item_requests.pop(event_id))
-            self._unacked_creates.pop(event_id, None)
+        if event_id is not None:
+            # An item change failed: stop waiting for it.
+            create = self._unacked_creates.pop(event_id, None)
+            if create is not None:
+                assert create.item.id is not None  # send_item_create gives every item one
+                self._conversation.create_failed(create.item.id)
+            self._unacked_deletes.pop(event_id, None)
+            self._unacked_truncates.pop(event_id, None)
         self._release_held_create()
         return True
 
