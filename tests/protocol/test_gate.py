@@ -10,6 +10,8 @@ from voxwire.protocol import (
     TRANSITIONS,
     GateState,
     GateTrigger,
+    InputText,
+    MessageItem,
     RealtimeProtocol,
     ResponseCreate,
     ResponseCreateParams,
@@ -303,3 +305,95 @@ def test_a_rejected_out_of_band_request_is_forgotten() -> None:
     feed(protocol, out_of_band_created(server, "resp_1"))
     # Nothing out of band was pending any more, so this response is the conversation's.
     assert protocol.responses_in_progress == ("resp_1",)
+
+
+# --- server VAD wins the race with a create in flight ---------------------------------------------
+
+RACE = "conversation_already_has_active_response"
+
+
+def user_message(protocol: RealtimeProtocol, text: str) -> str:
+    """Send a user text message; its item id."""
+    event = protocol.send_item_create(MessageItem(role="user", content=[InputText(text=text)]))
+    assert event.item.id is not None
+    return event.item.id
+
+
+def test_a_plain_create_beaten_by_a_response_that_saw_its_items_is_answered_by_it() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    item_id = user_message(protocol, "hi")
+    feed(protocol, server.item_added(item_id, None))  # in the conversation before the winner
+    create = protocol.send_response_create()
+    assert create is not None
+    protocol.data_to_send()
+    # Server VAD started a response, then read our create and rejected it.
+    events = feed(
+        protocol, server.response_created("resp_vad"), server.error(create.event_id, RACE)
+    )
+    assert [e.type for e in events] == ["response.created"]  # the rejection is handled here
+    feed(protocol, server.response_done("resp_vad"))
+    assert protocol.data_to_send() == []  # the winner answered what the create was for
+    assert protocol.gate_state is GateState.IDLE
+    assert protocol.unanswered_response_requests == ()
+
+
+def test_a_plain_create_beaten_by_a_response_that_missed_its_item_is_asked_again() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    item_id = user_message(protocol, "the tool's answer")
+    create = protocol.send_response_create()
+    assert create is not None
+    protocol.data_to_send()
+    # The winner started before the server read our item: it cannot have answered it.
+    events = feed(
+        protocol,
+        server.response_created("resp_vad"),
+        server.item_added(item_id, None),
+        server.error(create.event_id, RACE),
+    )
+    assert [e.type for e in events] == ["response.created", "conversation.item.added"]
+    assert protocol.unanswered_response_requests == (None,)
+    assert protocol.data_to_send() == []  # not while the winner runs
+    feed(protocol, server.response_done("resp_vad"))
+    (again,) = [json.loads(f) for f in protocol.data_to_send()]
+    assert again["type"] == "response.create"
+    assert again["event_id"] != create.event_id
+    assert protocol.gate_state is GateState.REQUESTED
+
+
+def test_a_create_with_parameters_beaten_by_server_vad_goes_again_first() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    say = ResponseCreateParams(instructions="Say exactly: hello.")
+    create = protocol.send_response_create(say)
+    assert create is not None
+    protocol.data_to_send()
+    feed(protocol, server.response_created("resp_vad"))
+    later = ResponseCreateParams(instructions="later")
+    assert protocol.send_response_create(later) is None  # held behind the winner
+    assert protocol.send_response_create(say) is None  # an equal one, asked for again
+    events = feed(protocol, server.error(create.event_id, RACE))
+    assert events == []
+    assert protocol.unanswered_response_requests == (say, later)  # first asked, first again
+    feed(protocol, server.response_done("resp_vad"))
+    (again,) = [json.loads(f) for f in protocol.data_to_send()]
+    assert again["response"]["instructions"] == "Say exactly: hello."
+
+
+def test_other_rejections_reach_the_application() -> None:
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    create = protocol.send_response_create()
+    assert create is not None
+    feed(protocol, server.response_created("resp_1"))
+    # The same code naming another event, another code naming ours: both are errors as usual.
+    events = feed(protocol, server.error("evt_other", RACE), server.error(create.event_id))
+    assert [e.type for e in events] == ["error", "error"]
+    # A second rejection naming the same create is not a race lost twice.
+    feed(protocol, server.response_done("resp_1"))
+    create = protocol.send_response_create()
+    assert create is not None
+    feed(protocol, server.response_created("resp_vad"), server.error(create.event_id, RACE))
+    events = feed(protocol, server.error(create.event_id, RACE))
+    assert [e.type for e in events] == ["error"]

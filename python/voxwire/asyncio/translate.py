@@ -52,9 +52,10 @@ class SpeechSources:
     gate, unless the gate folded it into an equal request already waiting. The gate sends
     requests in the order they were made, one at a time, and a ``response.created`` arriving
     while a request is in flight answers it — so sources are matched first in, first out. A
-    response nobody here asked for (server VAD) is a ``response``; so is any response when the
-    server rejected a create in a race with server VAD (the rejected request's source is
-    dropped).
+    response nobody here asked for (server VAD) is a ``response``. In a race with server VAD
+    (its response started just before the server read our create, and the create was
+    rejected) the winner takes the request's source; when the protocol core asks again for the
+    request (docs/protocol.md, "A race with server VAD"), that response is a ``response``.
     """
 
     def __init__(self) -> None:

@@ -28,9 +28,11 @@ GA runs them beside the conversation's response, and their ``response.created`` 
 by its ``conversation_id`` being null. ``RealtimeProtocol`` keeps them away from the gate.
 
 ``response.created`` does not echo the client's ``event_id``, so the first one after a create
-is taken as its answer. If server VAD wins that race, the server rejects the create with an
-error naming its ``event_id``; the error reaches the application, which decides whether to ask
-again.
+is taken as its answer. If server VAD wins that race, the server rejects the create with
+``conversation_already_has_active_response`` naming its ``event_id``: the gate remembers which
+create it presumed answered (:meth:`ResponseGate.lost_race`) so that ``RealtimeProtocol`` can
+ask again once the winning response is done (:meth:`ResponseGate.requeue`) — or not, when the
+winner answers what the create was for.
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ class ResponseGate:
         self._create_event_id: str | None = None
         self._create_params: ResponseCreateParams | None = None
         self._held: list[ResponseCreateParams | None] = []
+        # The create the last response.created was taken to answer: (event_id, params).
+        self._presumed: tuple[str, ResponseCreateParams | None] | None = None
 
     @property
     def state(self) -> GateState:
@@ -137,6 +141,8 @@ class ResponseGate:
     def response_created(self, response_id: str) -> None:
         if response_id not in self._in_progress:
             self._in_progress.append(response_id)
+        if self._create_event_id is not None:
+            self._presumed = (self._create_event_id, self._create_params)
         self._create_event_id = None
         self._fire(GateTrigger.RESPONSE_CREATED)
 
@@ -151,6 +157,23 @@ class ResponseGate:
         if event_id is not None and event_id == self._create_event_id:
             self._create_event_id = None
             self._fire(GateTrigger.CREATE_FAILED)
+
+    def lost_race(self, event_id: str | None) -> ResponseCreateParams | _Nothing | None:
+        """The create named by ``event_id`` was rejected after a ``response.created`` had been
+        taken as its answer (server VAD started that response first): its parameters, once;
+        :data:`NOTHING` for any other event id."""
+        if self._presumed is None or event_id != self._presumed[0]:
+            return NOTHING
+        params = self._presumed[1]
+        self._presumed = None
+        return params
+
+    def requeue(self, params: ResponseCreateParams | None) -> None:
+        """Ask again, before the held requests (it was asked for first); an equal held request
+        merges into it."""
+        if params in self._held:
+            self._held.remove(params)
+        self._held.insert(0, params)
 
 
 class _Nothing(enum.Enum):
