@@ -54,6 +54,22 @@ def reconnecting_session(server: RealtimeServer, **options: Any) -> RealtimeSess
     )
 
 
+def held_weather_agent() -> tuple[RealtimeAgent, asyncio.Event, list[str]]:
+    """An agent whose ``get_weather`` tool notes each run (the city) in ``runs`` and returns
+    only once ``release`` is set: (agent, release, runs)."""
+    release = asyncio.Event()
+    runs: list[str] = []
+
+    @function_tool
+    async def get_weather(city: str) -> dict[str, int]:
+        """The weather in a city."""
+        runs.append(city)
+        await release.wait()
+        return {"temperature": 21}
+
+    return RealtimeAgent(name="helper", instructions="Help.", tools=[get_weather]), release, runs
+
+
 def server_items(server: RealtimeServer) -> list[Any]:
     """The newest server session's conversation, as the server holds it."""
     return server.connections[-1].session.conversation.items()
@@ -367,17 +383,7 @@ def test_requests_no_response_answered_are_asked_again_with_their_parameters() -
 
 def test_a_tool_output_not_delivered_before_the_drop_is_delivered_once_after_resuming() -> None:
     async def body() -> None:
-        release = asyncio.Event()
-        runs: list[str] = []
-
-        @function_tool
-        async def get_weather(city: str) -> dict[str, int]:
-            """The weather in a city."""
-            runs.append(city)
-            await release.wait()
-            return {"temperature": 21}
-
-        agent = RealtimeAgent(name="helper", instructions="Help.", tools=[get_weather])
+        agent, release, runs = held_weather_agent()
         async with (
             serving() as server,
             RealtimeSession(

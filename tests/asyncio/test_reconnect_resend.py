@@ -6,10 +6,8 @@ with fault injection, the scripted server for exact wire order, and the pure pla
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from voxwire.agents import RealtimeAgent, function_tool
 from voxwire.asyncio import (
     ErrorEvent,
     HistoryAddedEvent,
@@ -34,7 +32,14 @@ from voxwire.testing import ScriptedServer
 
 from .agent_helpers import ask, of_type, settle
 from .helpers import MANUAL, assert_only_current_task, run, serving, until
-from .test_reconnect import FAST_RETRY, all_seen, messages, reconnecting_session, server_items
+from .test_reconnect import (
+    FAST_RETRY,
+    all_seen,
+    held_weather_agent,
+    messages,
+    reconnecting_session,
+    server_items,
+)
 
 GREETING = "Hello! How can I help you today?"
 
@@ -133,17 +138,7 @@ def test_a_message_the_lost_server_acknowledged_is_restored_and_not_sent_again()
 
 def test_a_tool_output_and_a_message_both_unacknowledged_are_each_sent_once() -> None:
     async def body() -> None:
-        release = asyncio.Event()
-        runs: list[str] = []
-
-        @function_tool
-        async def get_weather(city: str) -> dict[str, int]:
-            """The weather in a city."""
-            runs.append(city)
-            await release.wait()
-            return {"temperature": 21}
-
-        agent = RealtimeAgent(name="helper", instructions="Help.", tools=[get_weather])
+        agent, release, runs = held_weather_agent()
         async with (
             serving() as server,
             RealtimeSession(

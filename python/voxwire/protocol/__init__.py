@@ -80,6 +80,7 @@ from voxwire.protocol.gate import (
     TRANSITIONS,
     GateState,
     GateTrigger,
+    LostRace,
     ResponseGate,
     next_state,
 )
@@ -280,6 +281,7 @@ __all__ = [
     "ItemReference",
     "ItemStatus",
     "LogProb",
+    "LostRace",
     "McpApprovalRequestItem",
     "McpApprovalResponseItem",
     "McpCallItem",

@@ -38,11 +38,12 @@ winner answers what the create was for.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from typing import Final
 
 from voxwire.protocol.client_events import ResponseCreateParams
 
-__all__ = ["TRANSITIONS", "GateState", "GateTrigger", "ResponseGate", "next_state"]
+__all__ = ["TRANSITIONS", "GateState", "GateTrigger", "LostRace", "ResponseGate", "next_state"]
 
 
 class GateState(enum.Enum):
@@ -79,6 +80,17 @@ def next_state(state: GateState, trigger: GateTrigger) -> GateState:
     return TRANSITIONS.get((state, trigger), state)
 
 
+@dataclass(frozen=True, slots=True)
+class LostRace:
+    """A create rejected after a ``response.created`` (started by server VAD) had been taken as
+    its answer: its parameters, and whether that response saw every item the create was for
+    (none of the items unanswered when the create went out was still unanswered when the
+    response started)."""
+
+    params: ResponseCreateParams | None
+    winner_saw_items: bool
+
+
 class ResponseGate:
     """The gate's state, the responses in progress, the create in flight and the held requests.
 
@@ -90,9 +102,10 @@ class ResponseGate:
         self._in_progress: list[str] = []
         self._create_event_id: str | None = None
         self._create_params: ResponseCreateParams | None = None
+        self._create_waits_for: frozenset[str] = frozenset()
         self._held: list[ResponseCreateParams | None] = []
-        # The create the last response.created was taken to answer: (event_id, params).
-        self._presumed: tuple[str, ResponseCreateParams | None] | None = None
+        # The create the last response.created was taken to answer, by its event_id.
+        self._presumed: tuple[str, LostRace] | None = None
 
     @property
     def state(self) -> GateState:
@@ -133,16 +146,29 @@ class ResponseGate:
             return NOTHING
         return self._held.pop(0)
 
-    def create_sent(self, event_id: str, params: ResponseCreateParams | None = None) -> None:
+    def create_sent(
+        self,
+        event_id: str,
+        params: ResponseCreateParams | None = None,
+        *,
+        waits_for: frozenset[str] = frozenset(),
+    ) -> None:
+        """A create went out; ``waits_for``: the items whose creates were still unanswered."""
         self._create_event_id = event_id
         self._create_params = params
+        self._create_waits_for = waits_for
         self._fire(GateTrigger.CREATE_SENT)
 
-    def response_created(self, response_id: str) -> None:
+    def response_created(
+        self, response_id: str, *, unanswered_items: frozenset[str] = frozenset()
+    ) -> None:
+        """A response started; ``unanswered_items``: items whose creates the server has not
+        answered yet (it cannot have seen them)."""
         if response_id not in self._in_progress:
             self._in_progress.append(response_id)
         if self._create_event_id is not None:
-            self._presumed = (self._create_event_id, self._create_params)
+            seen = not self._create_waits_for & unanswered_items
+            self._presumed = (self._create_event_id, LostRace(self._create_params, seen))
         self._create_event_id = None
         self._fire(GateTrigger.RESPONSE_CREATED)
 
@@ -158,15 +184,15 @@ class ResponseGate:
             self._create_event_id = None
             self._fire(GateTrigger.CREATE_FAILED)
 
-    def lost_race(self, event_id: str | None) -> ResponseCreateParams | _Nothing | None:
+    def lost_race(self, event_id: str | None) -> LostRace | None:
         """The create named by ``event_id`` was rejected after a ``response.created`` had been
-        taken as its answer (server VAD started that response first): its parameters, once;
-        :data:`NOTHING` for any other event id."""
+        taken as its answer (server VAD started that response first): what is known of it,
+        once; ``None`` for any other event id."""
         if self._presumed is None or event_id != self._presumed[0]:
-            return NOTHING
-        params = self._presumed[1]
+            return None
+        lost = self._presumed[1]
         self._presumed = None
-        return params
+        return lost
 
     def requeue(self, params: ResponseCreateParams | None) -> None:
         """Ask again, before the held requests (it was asked for first); an equal held request

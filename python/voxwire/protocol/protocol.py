@@ -59,7 +59,7 @@ from voxwire.protocol.codec import (
 )
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.conversation import ConversationState
-from voxwire.protocol.gate import NOTHING, GateState, ResponseGate
+from voxwire.protocol.gate import NOTHING, GateState, LostRace, ResponseGate
 from voxwire.protocol.history import plan_history
 from voxwire.protocol.ids import CounterIds, IdFactory
 from voxwire.protocol.interruption import plan_interruption
@@ -119,11 +119,6 @@ class RealtimeProtocol:
         self._unacked_creates: dict[str, ConversationItemCreate] = {}
         self._unacked_deletes: dict[str, ConversationItemDelete] = {}
         self._unacked_truncates: dict[str, ConversationItemTruncate] = {}
-        # The items whose creates were unanswered when the create in flight went out, and when
-        # the response.created taken as its answer came: if server VAD won that race, these
-        # say whether the winner saw the items the create was for.
-        self._items_pending_at_create: frozenset[str] = frozenset()
-        self._items_pending_at_answer: tuple[frozenset[str], frozenset[str]] | None = None
         # event_ids of out-of-band response.create events awaiting their response.created.
         self._out_of_band_creates: list[str] = []
 
@@ -434,8 +429,7 @@ class RealtimeProtocol:
             return None
         event_id = self._ids("event")
         event = self._queue(ResponseCreate(event_id=event_id, response=params))
-        self._gate.create_sent(event_id, params)
-        self._items_pending_at_create = self._pending_item_ids()
+        self._gate.create_sent(event_id, params, waits_for=self._pending_item_ids())
         return event
 
     def _pending_item_ids(self) -> frozenset[str]:
@@ -490,12 +484,7 @@ class RealtimeProtocol:
             self._out_of_band_creates.pop(0)
             record.out_of_band = True
         else:
-            if self._gate.create_event_id is not None:
-                self._items_pending_at_answer = (
-                    self._items_pending_at_create,
-                    self._pending_item_ids(),
-                )
-            self._gate.response_created(response_id)
+            self._gate.response_created(response_id, unanswered_items=self._pending_item_ids())
         return True
 
     def _on_response_done(self, event: se.ResponseDone) -> bool:
@@ -578,9 +567,9 @@ class RealtimeProtocol:
     def _on_error(self, event: se.ErrorEvent) -> bool:
         event_id = event.error.event_id
         if event.error.code == "conversation_already_has_active_response":
-            params = self._gate.lost_race(event_id)
-            if params is not NOTHING:
-                self._race_lost(params)
+            lost = self._gate.lost_race(event_id)
+            if lost is not None:
+                self._race_lost(lost)
                 return False  # handled here: the application has nothing to do about it
         self._gate.error(event_id)
         if event_id in self._out_of_band_creates:
@@ -596,18 +585,14 @@ class RealtimeProtocol:
         self._release_held_create()
         return True
 
-    def _race_lost(self, params: ResponseCreateParams | None) -> None:
+    def _race_lost(self, lost: LostRace) -> None:
         """Server VAD started a response just before the server read our ``response.create``,
         which it then rejected; the response it started was taken as the answer. Ask again once
-        it is done — unless the create asked for nothing special (``params`` ``None``) and the
-        winner saw every item the create was for (none of the items unanswered when the create
-        went out was still unanswered when the winner started): then it is the answer."""
-        assert self._items_pending_at_answer is not None  # set with the presumed answer
-        at_create, at_answer = self._items_pending_at_answer
-        self._items_pending_at_answer = None
-        if params is None and not at_create & at_answer:
+        it is done — unless the create asked for nothing special and the winner saw every item
+        the create was for: then it is the answer."""
+        if lost.params is None and lost.winner_saw_items:
             return
-        self._gate.requeue(params)
+        self._gate.requeue(lost.params)
         self._release_held_create()
 
     def _on_protocol_error(self, event: se.ProtocolErrorEvent) -> bool:
