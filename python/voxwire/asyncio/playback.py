@@ -1,9 +1,6 @@
-"""Assistant audio straight into a :class:`~voxwire.audio.PlaybackClock` (and its ring).
-
-The session hands each audio delta here instead of queueing it as an event: G.711 is decoded,
-audio at another rate than the ring's is resampled (one streaming resampler per content part,
-flushed when the part ends), and the clock tags every sample with its ``(item_id,
-content_index)`` so an interruption knows exactly what was heard.
+"""The session's side of an audio output: which format the server sends (:func:`output_format`)
+and when the listener has heard everything (:class:`DrainWatcher`). The output path itself is
+pure and lives in :mod:`voxwire.audio.sink`.
 
 :class:`DrainWatcher` tells the session when the listener has heard the last queued sample, so
 that ``agent_state`` follows what is heard rather than what the server has finished sending.
@@ -13,16 +10,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
 
-import numpy as np
-import numpy.typing as npt
-
-from voxwire.audio import ItemPlayback, PlaybackClock, Resampler, g711
-from voxwire.protocol.audio_ledger import SegmentKey
+from voxwire.audio import PlaybackClock
 from voxwire.protocol.config import AudioConfig, AudioFormat, AudioOutputConfig, SessionConfig
 
-__all__ = ["DrainWatcher", "PlaybackSink", "output_format"]
+__all__ = ["DrainWatcher", "output_format"]
 
 
 def output_format(session: SessionConfig | None) -> tuple[str, int]:
@@ -37,59 +29,6 @@ def output_format(session: SessionConfig | None) -> tuple[str, int]:
         fmt = session.audio.output.format
         return fmt.type, fmt.sample_format.sample_rate_hz
     return "audio/pcm", 24_000
-
-
-@dataclass
-class _Segment:
-    rate_hz: int
-    resampler: Resampler | None
-
-
-class PlaybackSink:
-    """Feeds a playback clock; counts what did not fit in its ring."""
-
-    def __init__(self, clock: PlaybackClock) -> None:
-        self.clock = clock
-        self._segments: dict[SegmentKey, _Segment] = {}
-        self.dropped_samples = 0
-        """Samples refused because the ring was full (size the ring for the longest reply)."""
-
-    def push(self, key: SegmentKey, data: bytes, format_type: str, rate_hz: int) -> int:
-        """Queue one delta; returns the samples that did not fit (0 normally)."""
-        pcm: bytes | npt.NDArray[np.int16]
-        if format_type == "audio/pcmu":
-            pcm = g711.ulaw_decode(data)
-        elif format_type == "audio/pcma":
-            pcm = g711.alaw_decode(data)
-        else:
-            pcm = data
-        segment = self._segments.get(key)
-        if segment is None:
-            ring_rate_hz = self.clock.ring_rate_hz
-            resampler = Resampler(rate_hz, ring_rate_hz) if rate_hz != ring_rate_hz else None
-            segment = self._segments[key] = _Segment(rate_hz, resampler)
-        if segment.resampler is not None:
-            pcm = segment.resampler.process(pcm)
-        return self._queue(key, pcm, segment.rate_hz)
-
-    def end(self, key: SegmentKey) -> int:
-        """The content part ended: flush its resampler. Returns samples that did not fit."""
-        segment = self._segments.pop(key, None)
-        if segment is None or segment.resampler is None:
-            return 0
-        return self._queue(key, segment.resampler.flush(), segment.rate_hz)
-
-    def interrupt(self) -> list[ItemPlayback]:
-        """Drop everything not yet played; what each item had played (see PlaybackClock)."""
-        self._segments.clear()
-        return self.clock.interrupt()
-
-    def _queue(self, key: SegmentKey, pcm: bytes | npt.NDArray[np.int16], rate_hz: int) -> int:
-        n_samples = len(pcm) // 2 if isinstance(pcm, bytes) else len(pcm)
-        accepted = self.clock.push(key[0], key[1], pcm, item_rate_hz=rate_hz)
-        refused = n_samples - accepted
-        self.dropped_samples += refused
-        return refused
 
 
 class DrainWatcher:

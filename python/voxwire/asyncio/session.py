@@ -61,7 +61,7 @@ from voxwire.asyncio.guardrails import GuardrailRunner
 from voxwire.asyncio.history import HistoryItem, build_history
 from voxwire.asyncio.images import image_data_url
 from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics, SessionMetrics
-from voxwire.asyncio.playback import DrainWatcher, PlaybackSink, output_format
+from voxwire.asyncio.playback import DrainWatcher, output_format
 from voxwire.asyncio.queue import EventQueue, QueueClosed
 from voxwire.asyncio.reconnect import (
     Reconnector,
@@ -86,6 +86,7 @@ from voxwire.asyncio.transport import (
     connect_websocket,
 )
 from voxwire.audio import PlaybackClock
+from voxwire.audio.sink import PlaybackSink
 from voxwire.exceptions import ConfigurationError, InvalidState
 from voxwire.protocol import server_events as se
 from voxwire.protocol.audio_ledger import SegmentKey

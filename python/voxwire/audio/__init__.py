@@ -7,6 +7,8 @@
 * :class:`PcmRing` — lock-free SPSC ring of PCM16 between the network and the device callback
 * :class:`PlaybackClock` / :class:`ItemPlayback` — how much of each assistant item was heard,
   for ``conversation.item.truncate`` / ``delete`` on interruption (docs/audio-output.md)
+* :class:`PlaybackSink` — the output path: assistant audio deltas (G.711 decoded, resampled)
+  into a playback clock
 * :mod:`voxwire.audio.g711` — G.711 µ-law / A-law encode and decode
 
 Every function here accepts PCM16 as ``bytes``, ``bytearray``, ``memoryview`` or a 1-D numpy
@@ -15,12 +17,14 @@ Every function here accepts PCM16 as ``bytes``, ``bytearray``, ``memoryview`` or
 
 from voxwire._core import ItemPlayback, PcmRing, PlaybackClock, Resampler, resampler_kernel, to_mono
 from voxwire.audio import g711
+from voxwire.audio.sink import PlaybackSink
 from voxwire.audio.wav import WavAudio, read_wav, write_wav
 
 __all__ = [
     "ItemPlayback",
     "PcmRing",
     "PlaybackClock",
+    "PlaybackSink",
     "Resampler",
     "WavAudio",
     "g711",
