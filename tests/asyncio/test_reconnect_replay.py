@@ -22,8 +22,7 @@ from voxwire.asyncio import (
     SessionEvent,
 )
 from voxwire.asyncio.history import AudioContent
-from voxwire.asyncio.reconnect import SessionUpdateLog
-from voxwire.protocol import InputText, MessageItem, SessionConfig
+from voxwire.protocol import InputText, MessageItem
 from voxwire.server import Drop, RealtimeServer
 from voxwire.testing import ScriptedServer
 
@@ -433,43 +432,6 @@ def test_audio_cut_by_the_loss_is_restored_as_the_listener_heard_it() -> None:
         assert_only_current_task()
 
     run(body())
-
-
-# --- the log on its own ---------------------------------------------------------------------------
-
-
-def test_the_log_replays_around_the_last_agent_change_and_forgets_rejected_updates() -> None:
-    log = SessionUpdateLog()
-    sent: list[SessionConfig] = []
-
-    def send(config: SessionConfig) -> str:
-        sent.append(config)
-        return f"again_{len(sent)}"
-
-    def update(name: str) -> SessionConfig:
-        return SessionConfig(instructions=name)
-
-    assert log.replay(send) == 0
-    assert sent == []
-    log.sent("e1", update("u1"))
-    log.sent("e2", update("rejected"))
-    first_mark = log.mark()
-    log.sent("e3", update("u3"))  # sent while the first agent change waited for its answer
-    log.agent_applied(first_mark, update("agent one"))
-    second_mark = log.mark()
-    log.agent_applied(second_mark, update("agent two"))
-    log.sent("e4", update("u4"))
-    log.rejected("e2")
-    log.rejected("unknown")
-    log.rejected(None)
-    assert len(log) == 3
-    assert log.replay(send) == 3
-    assert [c.instructions for c in sent] == ["u1", "u3", "agent two", "u4"]
-    # Replayed under new event ids: a rejection on the new server names those.
-    log.rejected("again_1")
-    sent.clear()
-    assert log.replay(send) == 2
-    assert [c.instructions for c in sent] == ["u3", "agent two", "u4"]
 
 
 # --- the voice after assistant audio --------------------------------------------------------------

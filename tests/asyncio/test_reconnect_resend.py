@@ -16,14 +16,8 @@ from voxwire.asyncio import (
     ReconnectedEvent,
     ResponseDoneEvent,
 )
-from voxwire.asyncio.reconnect import items_to_resend
 from voxwire.protocol import (
-    ROOT,
-    ConversationItemCreate,
-    ConversationState,
-    InputText,
     MessageItem,
-    user_message,
 )
 from voxwire.protocol.items import FunctionCallItem, FunctionCallOutputItem
 from voxwire.server import Delay, Drop, RealtimeServer
@@ -265,43 +259,3 @@ def test_a_create_the_lost_server_rejected_is_not_sent_again() -> None:
         assert_only_current_task()
 
     run(body())
-
-
-# --- the plan (pure) ------------------------------------------------------------------------------
-
-
-def create(item_id: str, previous_item_id: str | None = None) -> ConversationItemCreate:
-    return ConversationItemCreate(
-        item=MessageItem(id=item_id, role="user", content=[InputText(text=item_id)]),
-        previous_item_id=previous_item_id,
-        event_id=f"evt_{item_id}",
-    )
-
-
-def test_the_plan_keeps_the_order_and_the_predecessors_the_new_server_has() -> None:
-    restored = ConversationState()
-    restored.item_added(user_message("r", id="restored"), None)
-    unacknowledged = [
-        create("a"),
-        create("b", ROOT),
-        create("c", "restored"),
-        create("d", "a"),  # a predecessor sent again before it
-        create("e", "skipped"),  # a predecessor that could not be restored: at the end
-        create("f", "by_runner"),  # a predecessor the tool runner sent again
-        create("by_runner"),  # sent again by the tool runner already
-        create("restored"),  # already on the new server
-        create("a"),  # the same id twice: once
-    ]
-    plan = items_to_resend(unacknowledged, restored, {"by_runner"})
-    assert [(c.item.id, c.previous_item_id) for c in plan] == [
-        ("a", None),
-        ("b", ROOT),
-        ("c", "restored"),
-        ("d", "a"),
-        ("e", None),
-        ("f", "by_runner"),
-    ]
-    # New requests: the lost connection's event ids are not reused.
-    assert all(c.event_id is None for c in plan)
-    assert plan[0].item == unacknowledged[0].item
-    assert items_to_resend([], restored) == ()

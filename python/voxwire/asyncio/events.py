@@ -10,13 +10,14 @@ wire events themselves are available too, opt-in, as :class:`RawServerEvent`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Literal, Protocol, TypeAlias
 
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.agents.batch import CallOutcome
 from voxwire.agents.guardrail import GuardrailResult
 from voxwire.asyncio.history import HistoryItem
 from voxwire.asyncio.metrics import Metrics
+from voxwire.protocol.gate import ResponseSource
 from voxwire.protocol.objects import StatusDetails, Usage
 from voxwire.protocol.server_events import ReceivedEvent
 
@@ -46,6 +47,7 @@ __all__ = [
     "ReconnectingEvent",
     "ResponseDoneEvent",
     "ResponseStartedEvent",
+    "ServerEventConsumer",
     "SessionEvent",
     "SpeechCreatedEvent",
     "SpeechSource",
@@ -55,6 +57,8 @@ __all__ = [
     "UserInputTranscribedEvent",
     "UserState",
     "UserStateChangedEvent",
+    "droppable",
+    "failure",
 ]
 
 AgentState = Literal["initializing", "idle", "listening", "thinking", "speaking"]
@@ -76,7 +80,7 @@ queued for playback; ``tool``: a function tool failed, timed out, got bad argume
 output could not be delivered (the model was told); ``guardrail``: an output guardrail raised
 (it counts as not tripped); ``agent``: a handoff could not be made (the model was told)."""
 
-SpeechSource = Literal["response", "tool_response", "guardrail", "say"]
+SpeechSource = ResponseSource
 """Why a response was created: ``response`` (the user spoke with server VAD on, or the
 application asked: ``send_message``, ``create_response``, a raw ``response.create``),
 ``tool_response`` (the follow-up after the calls of a response were answered; also after a
@@ -433,3 +437,24 @@ SessionEvent: TypeAlias = (
     | GuardrailTrippedEvent
 )
 """Every event a session hands out."""
+
+
+class ServerEventConsumer(Protocol):
+    """A part of the session that sees every server event, in the order the protocol core hands
+    them out (``RealtimeSession._dispatch``): the audio output feed, interruptions,
+    reconnection, the agent switcher, the translator into these events, tools, guardrails,
+    tracing, metrics."""
+
+    def on_server_event(self, event: ReceivedEvent) -> None: ...
+
+
+def droppable(event: SessionEvent) -> bool:
+    """Events superseded by what follows them (the session queue's drop policy)."""
+    return isinstance(event, AudioEvent | AssistantTranscriptDeltaEvent | RawServerEvent) or (
+        isinstance(event, UserInputTranscribedEvent) and not event.is_final
+    )
+
+
+def failure(what: str, exc: BaseException, source: ErrorSource) -> ErrorEvent:
+    """The ``error`` event for an exception the session caught in ``what`` and went on."""
+    return ErrorEvent(message=f"{what} failed: {exc!r}", source=source, exception=exc)

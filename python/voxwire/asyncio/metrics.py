@@ -6,11 +6,10 @@ Two parts:
   session feeds it the wire events it receives (and what it did itself: a commit, an
   interruption, the first sample of a response played) together with the time, and it returns
   the metrics that became complete. A test drives it with plain calls and made-up times.
-* :class:`PlaybackWatcher` is the one piece that needs the event loop. A
-  :class:`~voxwire.audio.PlaybackClock` has no callback — the audio device pops its ring from
-  its own thread — so while a response's first audio waits in the ring, the watcher looks at
-  the clock every few milliseconds and reports the moment it sees the audio started. It runs
-  only in that window (usually tens of milliseconds per response); the session owns its task.
+* :class:`MetricsRecorder` is the session's side: it feeds the collector with the session's
+  clock and, with an audio output attached, asks the session's one
+  :class:`~voxwire.asyncio.playback.PlaybackMonitor` to report when a response's first audio
+  started playing (a clock has no callback: the monitor polls it in that window only).
 
 What is measured (all times in seconds, from the session's monotonic clock):
 
@@ -31,13 +30,12 @@ What is measured (all times in seconds, from the session's monotonic clock):
 
 from __future__ import annotations
 
-import asyncio
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal, TypeAlias
 
-from voxwire.audio import PlaybackClock
+from voxwire.asyncio.playback import PlaybackMonitor
 from voxwire.protocol import server_events as se
 from voxwire.protocol.audio_ledger import SegmentKey
 from voxwire.protocol.objects import TranscriptDurationUsage, TranscriptTokenUsage, Usage
@@ -47,7 +45,6 @@ __all__ = [
     "Metrics",
     "MetricsCollector",
     "MetricsRecorder",
-    "PlaybackWatcher",
     "ResponseMetrics",
     "SessionMetrics",
     "TokenUsage",
@@ -457,128 +454,54 @@ _HANDLERS: dict[type, _Handler] = {
 }
 
 
-class PlaybackWatcher:
-    """Reports when the first audio of a response starts playing from a
-    :class:`~voxwire.audio.PlaybackClock` (see the module docstring).
-
-    ``watch(response_id, key)`` after the response's first audio went into the clock; the
-    watcher polls ``clock.played(key)`` every ``poll_s`` while anything is watched and calls
-    ``on_played(response_id)`` when it started (or when the clock already forgot the item,
-    which it does once the item has played to its end). ``cut()`` stops watching everything (an
-    interruption dropped the audio). ``on_error`` gets an exception of the polling task, which
-    then stops; ``aclose()`` stops and awaits the task.
-    """
-
-    def __init__(
-        self,
-        clock: PlaybackClock,
-        on_played: Callable[[str], None],
-        on_error: Callable[[BaseException], None],
-        *,
-        poll_s: float = 0.005,
-    ) -> None:
-        self._clock = clock
-        self._on_played = on_played
-        self._on_error = on_error
-        self._poll_s = poll_s
-        self._watched: dict[str, SegmentKey] = {}
-        self._task: asyncio.Task[None] | None = None
-        self._closed = False
-
-    @property
-    def watching(self) -> list[str]:
-        return list(self._watched)
-
-    def watch(self, response_id: str, key: SegmentKey) -> None:
-        if self._closed or response_id in self._watched:
-            return
-        self._watched[response_id] = key
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(
-                self._poll(), name="voxwire-client-playback-watch"
-            )
-
-    def cut(self) -> None:
-        self._watched.clear()
-
-    async def aclose(self) -> None:
-        self._closed = True
-        self._watched.clear()
-        task = self._task
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-            await asyncio.wait([task])
-
-    async def _poll(self) -> None:
-        try:
-            while self._watched:
-                for response_id, key in list(self._watched.items()):
-                    playback = self._clock.played(*key)
-                    if playback is None or playback.started:
-                        del self._watched[response_id]
-                        self._on_played(response_id)
-                if self._watched:
-                    await asyncio.sleep(self._poll_s)
-        except Exception as exc:  # reported by the owner; CancelledError passes through
-            self._watched.clear()
-            self._on_error(exc)
-
-
 class MetricsRecorder:
     """The session's side of metrics: a :class:`MetricsCollector` fed with the session's clock,
-    a :class:`PlaybackWatcher` when an audio output is attached, and ``emit`` for what they
-    complete. The session calls one method per thing that happened; ``aclose()`` (on shutdown)
-    stops the watcher and reports what still waited for playback."""
+    the session's :class:`~voxwire.asyncio.playback.PlaybackMonitor` when an audio output is
+    attached, and ``emit`` for what they complete. The session calls one method per thing that
+    happened; ``aclose()`` (on shutdown) reports what still waited for playback."""
 
     def __init__(
         self,
         *,
         now: Callable[[], float],
         emit: Callable[[Metrics], None],
-        on_error: Callable[[BaseException], None],
-        audio_output: PlaybackClock | None,
+        playback: PlaybackMonitor | None,
         is_out_of_band: Callable[[str], bool] | None = None,
-        poll_s: float = 0.005,
     ) -> None:
         self._now = now
         self._emit = emit
         self.collector = MetricsCollector(
-            track_playback=audio_output is not None, is_out_of_band=is_out_of_band
+            track_playback=playback is not None, is_out_of_band=is_out_of_band
         )
-        self._watcher = (
-            PlaybackWatcher(audio_output, self._played, on_error, poll_s=poll_s)
-            if audio_output is not None
-            else None
-        )
+        self._playback = playback
 
     def snapshot(self) -> SessionMetrics:
         return self.collector.snapshot()
 
-    def received(self, event: se.ReceivedEvent) -> None:
-        for metrics in self.collector.received(event, self._now()):
-            self._emit(metrics)
+    def on_server_event(self, event: se.ReceivedEvent) -> None:
+        self._emit_all(self.collector.received(event, self._now()))
 
     def audio_pushed(self, response_id: str, key: SegmentKey) -> None:
         """Audio of the response went into the audio output."""
-        if self._watcher is not None and self.collector.wants_playback(response_id):
-            self._watcher.watch(response_id, key)
+        if self._playback is not None and self.collector.wants_playback(response_id):
+            self._playback.watch_first_sample(response_id, key, self._played)
 
     def committed(self) -> None:
         self.collector.committed(self._now())
 
     def interrupted(self, response_ids: Iterable[str]) -> None:
         self.collector.interrupted(response_ids)
-        if self._watcher is not None:
-            self._watcher.cut()
-            for metrics in self.collector.playback_cut():
-                self._emit(metrics)
+        if self._playback is not None:
+            self._playback.cut()
+            self._emit_all(self.collector.playback_cut())
 
-    async def aclose(self) -> None:
-        if self._watcher is not None:
-            await self._watcher.aclose()
-        for metrics in self.collector.flush():
-            self._emit(metrics)
+    def close(self) -> None:
+        """The session is ending (its playback monitor is closed by its owner)."""
+        self._emit_all(self.collector.flush())
 
     def _played(self, response_id: str) -> None:
-        for metrics in self.collector.played(response_id, self._now()):
-            self._emit(metrics)
+        self._emit_all(self.collector.played(response_id, self._now()))
+
+    def _emit_all(self, metrics: list[Metrics]) -> None:
+        for item in metrics:
+            self._emit(item)

@@ -1,9 +1,15 @@
-"""The session's side of an audio output: which format the server sends (:func:`output_format`)
-and when the listener has heard everything (:class:`DrainWatcher`). The output path itself is
-pure and lives in :mod:`voxwire.audio.sink`.
+"""The session's side of an audio output (``RealtimeSession(audio_output=PlaybackClock)``).
 
-:class:`DrainWatcher` tells the session when the listener has heard the last queued sample, so
-that ``agent_state`` follows what is heard rather than what the server has finished sending.
+* :class:`AudioOutputFeed` takes the server events that carry assistant audio and feeds the
+  pure output path (:class:`voxwire.audio.PlaybackSink`: G.711 decode, resampling, clock push),
+  in the format the server says it sends (:func:`output_format`).
+* :class:`PlaybackMonitor` is the one watcher of the clock. A
+  :class:`~voxwire.audio.PlaybackClock` has no callback — the audio device pops its ring from
+  its own thread — so while anyone waits for what the listener hears (the first sample of a
+  response, for metrics; the last queued sample, so that ``agent_state`` stays ``speaking``
+  until the listener has heard everything), one task looks at the clock: every 5 ms while a
+  first sample is awaited, every 20 ms while only the drain is. It runs only in those windows;
+  the session owns it and awaits it on close.
 """
 
 from __future__ import annotations
@@ -11,10 +17,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from voxwire.audio import PlaybackClock
+from voxwire.asyncio import events as ev
+from voxwire.audio import PlaybackClock, PlaybackSink
+from voxwire.protocol import server_events as se
+from voxwire.protocol.audio_ledger import SegmentKey
 from voxwire.protocol.config import AudioConfig, AudioFormat, AudioOutputConfig, SessionConfig
 
-__all__ = ["DrainWatcher", "output_format"]
+__all__ = ["AudioOutputFeed", "PlaybackMonitor", "output_format"]
 
 
 def output_format(session: SessionConfig | None) -> tuple[str, int]:
@@ -31,50 +40,132 @@ def output_format(session: SessionConfig | None) -> tuple[str, int]:
     return "audio/pcm", 24_000
 
 
-class DrainWatcher:
-    """Calls ``on_drained()`` once the clock has nothing left to play.
+class PlaybackMonitor:
+    """Watches one clock for whoever waits (see the module docstring).
 
-    The clock has no callback (the device thread only pops samples), so while armed — from the
-    end of a response until its audio has played out — a task polls ``buffered_samples`` every
-    ``poll_s``; it ends as soon as the ring runs dry. ``arm()`` again for the next response.
-    ``on_error`` gets an exception of the polling task. ``aclose()`` stops and awaits it.
+    ``watch_first_sample(response_id, key, on_played)``: call ``on_played(response_id)`` once
+    the part ``key`` started playing (or the clock already forgot it: it played to its end).
+    ``cut()`` forgets those watches (an interruption dropped the audio). ``arm_drain()``: call
+    ``on_drained()`` once the clock has nothing left to play. ``on_error`` gets an exception of
+    the polling task, which then stops; ``aclose()`` stops and awaits it.
     """
+
+    FIRST_SAMPLE_POLL_S = 0.005
+    DRAIN_POLL_S = 0.02
 
     def __init__(
         self,
         clock: PlaybackClock,
         on_drained: Callable[[], None],
         on_error: Callable[[BaseException], None],
-        *,
-        poll_s: float = 0.02,
     ) -> None:
-        self._clock = clock
+        self.clock = clock
         self._on_drained = on_drained
         self._on_error = on_error
-        self._poll_s = poll_s
+        self._first: dict[str, tuple[SegmentKey, Callable[[str], None]]] = {}
+        self._drain_armed = False
         self._task: asyncio.Task[None] | None = None
         self._closed = False
 
-    def arm(self) -> None:
-        if self._closed or (self._task is not None and not self._task.done()):
-            return
-        self._task = asyncio.get_running_loop().create_task(
-            self._poll(), name="voxwire-client-playback-drain"
-        )
+    @property
+    def playing(self) -> bool:
+        """Audio is queued that the listener has not heard yet."""
+        return self.clock.buffered_samples > 0
 
-    async def _poll(self) -> None:
-        try:
-            # Polling, not an Event: the device thread that drains the ring cannot be asked to
-            # call into the event loop.
-            while self._clock.buffered_samples > 0:  # noqa: ASYNC110
-                await asyncio.sleep(self._poll_s)
-            self._on_drained()
-        except Exception as exc:  # reported; CancelledError is not an Exception
-            self._on_error(exc)
+    def watch_first_sample(
+        self, response_id: str, key: SegmentKey, on_played: Callable[[str], None]
+    ) -> None:
+        if self._closed or response_id in self._first:
+            return
+        self._first[response_id] = (key, on_played)
+        self._start()
+
+    def cut(self) -> None:
+        self._first.clear()
+
+    def arm_drain(self) -> None:
+        if self._closed:
+            return
+        self._drain_armed = True
+        self._start()
 
     async def aclose(self) -> None:
         self._closed = True
+        self._first.clear()
+        self._drain_armed = False
         task, self._task = self._task, None
         if task is not None and task is not asyncio.current_task():
             task.cancel()
             await asyncio.wait([task])  # its CancelledError stays in the task; ours propagates
+
+    def _start(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(
+                self._poll(), name="voxwire-client-playback"
+            )
+
+    async def _poll(self) -> None:
+        try:
+            while self._first or self._drain_armed:
+                self._check_first_samples()
+                if self._drain_armed and self.clock.buffered_samples == 0:
+                    self._drain_armed = False
+                    self._on_drained()
+                if self._first or self._drain_armed:
+                    fast = bool(self._first)
+                    await asyncio.sleep(self.FIRST_SAMPLE_POLL_S if fast else self.DRAIN_POLL_S)
+        except Exception as exc:  # reported by the owner; CancelledError passes through
+            self._first.clear()
+            self._drain_armed = False
+            self._on_error(exc)
+
+    def _check_first_samples(self) -> None:
+        for response_id, (key, on_played) in list(self._first.items()):
+            playback = self.clock.played(*key)
+            if playback is None or playback.started:
+                del self._first[response_id]
+                on_played(response_id)
+
+
+class AudioOutputFeed:
+    """Assistant audio events into the output path (a server-event consumer of the session).
+
+    ``session()`` gives the server's session configuration (the output format);
+    ``pushed(response_id, key)`` is told when audio of a response went into the clock (for
+    metrics); ``emit`` reports a ring that refused samples, once per content part."""
+
+    def __init__(
+        self,
+        sink: PlaybackSink,
+        session: Callable[[], SessionConfig | None],
+        pushed: Callable[[str, SegmentKey], None],
+        emit: Callable[[ev.SessionEvent], None],
+    ) -> None:
+        self.sink = sink
+        self._session = session
+        self._pushed = pushed
+        self._emit = emit
+        self._overflow_reported: set[SegmentKey] = set()
+
+    def on_server_event(self, event: se.ReceivedEvent) -> None:
+        if isinstance(event, se.ResponseOutputAudioDelta):
+            format_type, rate_hz = output_format(self._session())
+            key = (event.item_id, event.content_index)
+            self._report_overflow(key, self.sink.push(key, event.delta, format_type, rate_hz))
+            self._pushed(event.response_id, key)
+        elif isinstance(event, se.ResponseOutputAudioDone):
+            key = (event.item_id, event.content_index)
+            self._report_overflow(key, self.sink.end(key))
+        elif isinstance(event, se.ResponseDone):
+            self.sink.clock.drop_finished()
+
+    def _report_overflow(self, key: SegmentKey, refused_samples: int) -> None:
+        if refused_samples and key not in self._overflow_reported:
+            self._overflow_reported.add(key)
+            self._emit(
+                ev.ErrorEvent(
+                    message=f"the audio output's ring is full: {refused_samples} samples of "
+                    f"{key[0]} were dropped (give the PcmRing more capacity)",
+                    source="audio_output",
+                )
+            )

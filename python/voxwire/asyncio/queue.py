@@ -20,7 +20,7 @@ from typing import Generic, TypeVar
 
 from voxwire.exceptions import ConfigurationError
 
-__all__ = ["EventQueue", "QueueClosed"]
+__all__ = ["EventQueue", "QueueClosed", "QueueIterator"]
 
 _T = TypeVar("_T")
 
@@ -89,3 +89,20 @@ class EventQueue(Generic[_T]):
         index = next((i for i, event in enumerate(self._events) if self._droppable(event)), 0)
         del self._events[index]
         self.dropped += 1
+
+
+class QueueIterator(Generic[_T]):
+    """``async for`` over a queue until it is closed and empty (several iterators may share
+    one queue: each item goes to one of them)."""
+
+    def __init__(self, queue: EventQueue[_T]) -> None:
+        self._queue = queue
+
+    def __aiter__(self) -> QueueIterator[_T]:
+        return self
+
+    async def __anext__(self) -> _T:
+        try:
+            return await self._queue.get()
+        except QueueClosed:
+            raise StopAsyncIteration from None

@@ -15,17 +15,24 @@ server session:
 4. wait until the server acknowledged the update and every item, then hand the new connection to
    the session, which swaps it in and goes on.
 
-What was in flight is settled by the session (docs/session.md, "Reconnection") — item deletes
-and truncates the lost server never acknowledged are taken as done before the restoration is
-planned, so a deleted item is not recreated. Once the new connection is swapped in, the session
-sends the application's session updates again (:class:`SessionUpdateLog`: the resumption sent
-the agent's configuration only), then what the lost server never acknowledged — item creates
-(:func:`items_to_resend`), then ``response.create`` requests. The protocol core
-holds per-connection state (the gate, pending requests, the server's session), so every
-connection gets a fresh :class:`~voxwire.protocol.RealtimeProtocol` (sharing the session's id
-factory, so ids never repeat); the conversation is carried over by recreating it.
+What was in flight is settled first (:meth:`Reconnector.recover`): playback stops as at an
+interruption, and the protocol core's :meth:`~voxwire.protocol.RealtimeProtocol.connection_lost`
+ends the responses in progress (``cancelled``, reason ``connection_lost``) and takes item
+deletes and truncates the lost server never acknowledged as done — its events reach the
+application like received ones — and returns the
+:class:`~voxwire.protocol.restoration.RestorationPlan` (pure planning, in
+:mod:`voxwire.protocol.restoration`). Once the new connection is swapped in, its protocol core
+sends the application's session updates again (the
+:class:`~voxwire.protocol.updates.SessionUpdateLog` every connection's core shares: the
+resumption sent the agent's configuration only), the tool runner sends its undelivered outputs
+again, then the core sends what the lost server never acknowledged — item creates, then
+``response.create`` requests with their sources
+(:meth:`~voxwire.protocol.RealtimeProtocol.resend_unanswered`). The protocol core holds
+per-connection state (the gate, pending requests, the server's session), so every connection
+gets a fresh :class:`~voxwire.protocol.RealtimeProtocol` (sharing the session's id factory, so
+ids never repeat); the conversation is carried over by recreating it.
 
-Ownership: :meth:`Reconnector.run` runs in the session's receive-loop task (the loop pumps a
+Ownership: :meth:`Reconnector.recover` runs in the session's receive-loop task (the loop pumps a
 connection, reconnects, pumps the next). ``close()`` cancels that task, which aborts a backoff
 sleep, a handshake or a restoration at once; a connection opened by an aborted attempt is closed
 before the cancellation propagates.
@@ -37,44 +44,22 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
+from voxwire.asyncio.history import HistoryItem
 from voxwire.asyncio.transport import Transport, TransportClosed
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
-from voxwire.protocol.client_events import ConversationItemCreate
 from voxwire.protocol.config import SessionConfig
-from voxwire.protocol.conversation import ROOT, ConversationState
-from voxwire.protocol.items import (
-    ContentPart,
-    FunctionCallItem,
-    FunctionCallOutputItem,
-    InputAudio,
-    InputImage,
-    InputText,
-    Item,
-    MessageItem,
-    OutputAudio,
-    OutputText,
-    check_item_for_create,
-)
+from voxwire.protocol.conversation import ROOT
 from voxwire.protocol.protocol import RealtimeProtocol
+from voxwire.protocol.restoration import RestorationPlan
 
-__all__ = [
-    "ReconnectHost",
-    "ReconnectPolicy",
-    "Reconnector",
-    "Restoration",
-    "Resumed",
-    "SessionReconnecting",
-    "SessionUpdateLog",
-    "items_to_resend",
-    "restoration_items",
-]
+__all__ = ["ReconnectHost", "ReconnectPolicy", "Reconnector", "Resumed", "SessionReconnecting"]
 
 log = logging.getLogger("voxwire.session")
 
@@ -145,215 +130,29 @@ class ReconnectPolicy:
         return float(delays[min(attempt, len(delays)) - 1])
 
 
-# --- what to restore (pure) -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Restoration:
-    """The items to recreate on the new server session, in conversation order, and the ids of
-    the items of the lost conversation that cannot be (``skipped``)."""
-
-    items: tuple[Item, ...] = ()
-    skipped: tuple[str, ...] = ()
-
-
-def restoration_items(
-    conversation: ConversationState, lost_responses: Collection[str] = ()
-) -> Restoration:
-    """What of ``conversation`` can be recreated by ``conversation.item.create``.
-
-    * messages keep their text and images; audio cannot be handed back, so user audio becomes
-      ``input_text`` and assistant audio ``output_text`` holding the transcript (a part with no
-      transcript — transcription off, or truncated audio, whose transcript the server drops — is
-      left out, and a message left with no part is skipped);
-    * function calls that are complete, and function call outputs, as they are;
-    * items of ``lost_responses`` (in progress when the connection was lost) only if they were
-      complete; MCP items never (the server makes them).
-    """
-    items: list[Item] = []
-    skipped: list[str] = []
-    for item in conversation.items():
-        if item.id is None:
-            continue
-        restored = _restorable(conversation, item, lost_responses)
-        if restored is None:
-            skipped.append(item.id)
-        else:
-            items.append(restored)
-    return Restoration(items=tuple(items), skipped=tuple(skipped))
-
-
-def _restorable(
-    conversation: ConversationState, item: Item, lost_responses: Collection[str]
-) -> Item | None:
-    assert item.id is not None
-    status = getattr(item, "status", None)
-    if conversation.response_of(item.id) in lost_responses and status != "completed":
-        return None
-    if isinstance(item, MessageItem):
-        content = [
-            part
-            for index, original in enumerate(item.content)
-            if (part := _restorable_part(conversation, item.id, index, original)) is not None
-        ]
-        if not content:
-            return None
-        restored: Item = MessageItem(id=item.id, role=item.role, content=content)
-    elif isinstance(item, FunctionCallItem):
-        if status in ("in_progress", "incomplete"):
-            return None
-        restored = FunctionCallItem(
-            id=item.id, name=item.name, arguments=item.arguments, call_id=item.call_id
-        )
-    elif isinstance(item, FunctionCallOutputItem):
-        restored = FunctionCallOutputItem(id=item.id, call_id=item.call_id, output=item.output)
-    else:
-        return None
-    try:
-        check_item_for_create(restored)
-    except ConfigurationError:
-        return None
-    return restored
-
-
-def _restorable_part(
-    conversation: ConversationState, item_id: str, index: int, part: ContentPart
-) -> ContentPart | None:
-    if isinstance(part, InputText | InputImage):
-        return part
-    transcript = conversation.transcript(item_id, index)
-    if isinstance(part, InputAudio):
-        text = transcript if transcript is not None else part.transcript
-        return InputText(text=text) if text else None
-    if isinstance(part, OutputAudio):
-        # A truncated part's transcript is gone on the server too (the conversation state
-        # drops it): what the user heard of it is unknown, so nothing of it is restored.
-        if conversation.truncated_at_ms(item_id, index) is not None:
-            return None
-        text = transcript if transcript is not None else part.transcript
-        return OutputText(text=text) if text else None
-    if isinstance(part, OutputText):
-        text = part.text if part.text is not None else transcript
-        return OutputText(text=text) if text else None
-    return None  # pragma: no cover - every content part is handled above
-
-
-def items_to_resend(
-    unacknowledged: Sequence[ConversationItemCreate],
-    conversation: ConversationState,
-    already_sent: Collection[str] = (),
-) -> tuple[ConversationItemCreate, ...]:
-    """Which of the lost connection's ``unacknowledged`` item creates (oldest first:
-    :attr:`RealtimeProtocol.unacknowledged_item_creates`) to send again on the new one, whose
-    restored ``conversation`` is given, and where.
-
-    * each item once, in the original order; an item whose id is in ``already_sent`` (a tool
-      output the tool runner sent again itself) or already in ``conversation`` is left out;
-    * ``previous_item_id`` is kept when it still means something on the new server: ``None``
-      or ``"root"``, a restored item, or an item sent again before this one; a predecessor the
-      new server does not have (an item that could not be restored) would get the create
-      rejected, so the item goes at the end instead (``None``).
-    """
-    sent = set(already_sent)
-    resend: list[ConversationItemCreate] = []
-    for create in unacknowledged:
-        item_id = create.item.id
-        if item_id is None or item_id in sent or item_id in conversation:
-            continue
-        previous = create.previous_item_id
-        if previous not in (None, ROOT) and previous not in conversation and previous not in sent:
-            previous = None
-        resend.append(ConversationItemCreate(item=create.item, previous_item_id=previous))
-        sent.add(item_id)
-    return tuple(resend)
-
-
-# --- the application's session updates -----------------------------------------------------------
-
-
-@dataclass
-class _LoggedUpdate:
-    number: int  # counts every update logged, from 0: its place among the agent changes
-    event_id: str  # of its latest sending (a replay sends it under a new event_id)
-    config: SessionConfig
-
-
-class SessionUpdateLog:
-    """The application's ``session.update`` changes, kept to be made again on a new server
-    session (the session's ``update_session()`` and ``send_raw`` session updates; not the
-    agents' updates, which the session knows how to make itself).
-
-    ``session.update`` is a patch the server merges into the session, so the new server ends up
-    as the lost one was when it gets the same patches in the same order. The agent's
-    configuration goes first on a new server (the resumption's own update), so the replay
-    (:meth:`replay`) is: the updates sent before the last agent change, then — only if there
-    were any — the current agent's update again (it had overridden them on the lost server),
-    then the updates sent after it.
-
-    * An update the server rejected (an ``error`` naming its ``event_id``: :meth:`rejected`)
-      changed nothing and is dropped: it is not replayed.
-    * An update not answered when the connection was lost is replayed (the lost server may have
-      applied it; applying a patch again is harmless, and the order is kept).
-    * Memory: every accepted update is kept, one :class:`~voxwire.protocol.SessionConfig` per
-      call, for the session's life. They are small (a few hundred bytes, more with long
-      instructions or many tools) and an application sends few. They are not merged: the
-      server's merge rules for nested objects (``audio``, turn detection changing type) are the
-      server's, not the protocol's, and a merge that differed would configure the new server
-      differently.
-    """
-
-    def __init__(self) -> None:
-        self._updates: list[_LoggedUpdate] = []
-        self._count = 0
-        self._agent_mark = 0  # updates numbered below it were sent before the last agent change
-        self._agent_config: SessionConfig | None = None
-
-    def __len__(self) -> int:
-        return len(self._updates)
-
-    def sent(self, event_id: str, config: SessionConfig) -> None:
-        """The application sent ``config`` as the ``session.update`` ``event_id``."""
-        self._updates.append(_LoggedUpdate(self._count, event_id, config))
-        self._count += 1
-
-    def rejected(self, event_id: str | None) -> None:
-        """The server rejected the update ``event_id`` (other event ids are ignored)."""
-        self._updates = [u for u in self._updates if u.event_id != event_id]
-
-    def mark(self) -> int:
-        """Where an agent change being sent now falls among the updates (pass it to
-        :meth:`agent_applied` once the server accepted the change)."""
-        return self._count
-
-    def agent_applied(self, mark: int, config: SessionConfig) -> None:
-        """The server accepted the agent change sent as ``config`` at ``mark``: updates sent
-        before it were overridden by it where they overlap."""
-        self._agent_mark = mark
-        self._agent_config = config
-
-    def replay(self, send: Callable[[SessionConfig], str]) -> int:
-        """Send the updates again, in the order described above (``send`` queues one and
-        returns its event_id); how many of the application's updates went."""
-        before = [u for u in self._updates if u.number < self._agent_mark]
-        after = [u for u in self._updates if u.number >= self._agent_mark]
-        for update in before:
-            update.event_id = send(update.config)
-        if before:
-            assert self._agent_config is not None  # a mark above 0 comes with its agent
-            send(self._agent_config)
-        for update in after:
-            update.event_id = send(update.config)
-        return len(before) + len(after)
-
-
 # --- the attempts ---------------------------------------------------------------------------------
 
 
 class ReconnectHost(Protocol):
     """What the reconnector needs of the session."""
 
+    @property
+    def protocol(self) -> RealtimeProtocol:
+        """The protocol core of the connection in use (the lost one, until the swap)."""
+
     def emit(self, event: ev.SessionEvent) -> None:
         """Queue a session event for the application."""
+
+    def dispatch(self, events: Iterable[se.ReceivedEvent]) -> None:
+        """Hand events to the session's consumers as if they had been received."""
+
+    def stop_playback(self) -> None:
+        """If audio plays or a response is in progress: stop playback and truncate what was
+        heard, as at an interruption the server started (no cancel: the response is gone with
+        the server)."""
+
+    def connection_gone(self, failure: BaseException) -> None:
+        """Fail what waits for the lost server (agent updates), drop unsent frames."""
 
     async def open_connection(self) -> tuple[Transport, str]:
         """Open a connection (API key resolved again, the primary URL then the fallbacks);
@@ -364,6 +163,17 @@ class ReconnectHost(Protocol):
 
     def resume_config(self) -> SessionConfig:
         """The ``session.update`` to send on a new server session."""
+
+    def swap_in(self, resumed: Resumed) -> bool:
+        """Make ``resumed`` the session's connection, unless the session is closing
+        (``False``: then the reconnector closes it)."""
+
+    def connection_replaced(self) -> None:
+        """The new connection is in: the tool runner sends its undelivered outputs again."""
+
+    def user_state(self) -> ev.UserState: ...
+
+    def history(self) -> tuple[HistoryItem, ...]: ...
 
     @property
     def restore_timeout_s(self) -> float:
@@ -396,7 +206,7 @@ class Reconnector:
         self._host = host
         self._expired = False
 
-    def observe(self, event: se.ReceivedEvent) -> None:
+    def on_server_event(self, event: se.ReceivedEvent) -> None:
         """Every event received: a ``session_expired`` error means the server ended the session
         on purpose, and a lost connection after it is not reconnected."""
         if isinstance(event, se.ErrorEvent) and event.error.code == "session_expired":
@@ -407,7 +217,54 @@ class Reconnector:
         after the server expired the session."""
         return close.reason == "connection_lost" and not self._expired
 
-    async def run(self, lost: ev.CloseEvent, restoration: Restoration) -> Resumed | ev.CloseEvent:
+    async def recover(self, lost: ev.CloseEvent) -> Transport | ev.CloseEvent:
+        """The connection was lost: settle what was in flight, reconnect and resume; the new
+        transport, swapped in, or the ``close`` event to end the session with."""
+        host = self._host
+        user_state = host.user_state()
+        plan = self._settle()
+        outcome = await self.run(lost, plan)
+        if isinstance(outcome, ev.CloseEvent):
+            return outcome
+        if not host.swap_in(outcome):  # close() came first
+            await outcome.transport.close()
+            return ev.CloseEvent(reason="client_closed")
+        protocol = outcome.protocol
+        protocol.replay_session_updates()
+        host.connection_replaced()
+        items_resent = protocol.resend_unanswered(plan)
+        host.emit(
+            ev.ReconnectedEvent(
+                url=outcome.url,
+                items_restored=outcome.items_restored,
+                items_skipped=outcome.items_skipped,
+                items_resent=items_resent,
+            )
+        )
+        if user_state != "listening":  # the new server has heard nothing yet
+            host.emit(ev.UserStateChangedEvent(old_state=user_state, new_state="listening"))
+        for error in outcome.errors:
+            host.emit(error)
+        host.emit(ev.HistoryUpdatedEvent(history=host.history()))
+        return outcome.transport
+
+    def _settle(self) -> RestorationPlan:
+        """What was in flight on the lost connection ends here, reported as the application
+        would see an interruption (docs/session.md, "Reconnection")."""
+        host = self._host
+        host.stop_playback()
+        loss = host.protocol.connection_lost()
+        host.dispatch(loss.events)
+        host.connection_gone(
+            SessionReconnecting(
+                "the connection was lost before the server acknowledged the session.update"
+            )
+        )
+        return loss.plan
+
+    async def run(
+        self, lost: ev.CloseEvent, restoration: RestorationPlan
+    ) -> Resumed | ev.CloseEvent:
         """Try the policy's attempts; the resumed connection, or the ``close`` event to end
         the session with (``connection_lost``, carrying the last attempt's error)."""
         error: BaseException | None = lost.error
@@ -444,11 +301,14 @@ class Reconnector:
             detail=f"gave up reconnecting after {policy.attempts} attempt(s): {error}",
         )
 
-    async def _restore(self, transport: Transport, url: str, restoration: Restoration) -> Resumed:
+    async def _restore(
+        self, transport: Transport, url: str, restoration: RestorationPlan
+    ) -> Resumed:
         """The resumption handshake on a new connection (module docstring, steps 1-4)."""
         protocol = self._host.new_protocol()
         await _receive_until(transport, protocol, lambda e: isinstance(e, se.SessionCreated))
-        update_id = protocol.send_session_update(self._host.resume_config()).event_id
+        config = self._host.resume_config()
+        update_id = protocol.send_session_update(config, origin="session").event_id
         waiting: dict[str, str] = {}  # create event_id -> item id
         previous = ROOT
         items = restoration.items if self.policy.restore_history else ()

@@ -304,7 +304,7 @@ class ToolRunner:
         )
 
     async def _execute(self, call: _Call, tool: FunctionTool) -> CallOutcome:
-        agent = call.snapshot.agent
+        """Arguments, approval, then the tool itself (:meth:`_run_tool`)."""
         try:
             arguments = tool.parse_arguments(call.arguments)
         except ToolArgumentsError as exc:
@@ -320,7 +320,7 @@ class ToolRunner:
             name=call.name,
             arguments=arguments,
             raw_arguments=call.arguments,
-            agent=agent,
+            agent=call.snapshot.agent,
         )
         try:
             approved, message = await self._approval(tool, request)
@@ -336,6 +336,12 @@ class ToolRunner:
                 output=message or self._rejection_message,
                 is_error=False,
             )
+        return await self._run_tool(call, tool, request)
+
+    async def _run_tool(self, call: _Call, tool: FunctionTool, request: ToolCall) -> CallOutcome:
+        """``tool_start``, the function under its timeout, ``tool_end`` (and an ``error`` event
+        when it failed): the outcome the model gets."""
+        agent = call.snapshot.agent
         self._host.emit(
             ev.ToolStartEvent(
                 call_id=call.call_id, name=call.name, arguments=call.arguments, agent=agent
@@ -362,16 +368,15 @@ class ToolRunner:
             if isinstance(value, BackgroundResult):
                 trigger, value = False, value.output
             output = format_output(value)
-        self._host.emit(
-            ev.ToolEndEvent(
-                call_id=call.call_id,
-                name=call.name,
-                arguments=call.arguments,
-                agent=agent,
-                output=output,
-                error=error,
-            )
+        end = ev.ToolEndEvent(
+            call_id=call.call_id,
+            name=call.name,
+            arguments=call.arguments,
+            agent=agent,
+            output=output,
+            error=error,
         )
+        self._host.emit(end)
         if error is not None:
             what = "timed out" if isinstance(error, ToolTimeoutError) else f"raised {error!r}"
             self._host.emit(

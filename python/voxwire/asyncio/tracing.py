@@ -158,8 +158,8 @@ class SessionTracer:
 
     # --- response spans ---------------------------------------------------------------------------
 
-    def received(self, event: se.ReceivedEvent) -> None:
-        """Start and finish response spans from the wire events (only call when enabled)."""
+    def on_server_event(self, event: se.ReceivedEvent) -> None:
+        """Start and finish response spans from the wire events (nothing when disabled)."""
         if self._tracer is None:
             return
         if isinstance(event, se.ResponseCreated) and event.response.id is not None:

@@ -8,7 +8,6 @@ what it returns; a test can drive it with plain calls.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -20,7 +19,7 @@ from voxwire.protocol import server_events as se
 from voxwire.protocol.config import AudioConfig, AudioInputConfig, SessionConfig
 from voxwire.protocol.protocol import RealtimeProtocol
 
-__all__ = ["EventTranslator", "SpeechSources", "turn_detection_on", "turn_interrupts_response"]
+__all__ = ["EventTranslator", "turn_detection_on", "turn_interrupts_response"]
 
 
 def turn_detection_on(session: SessionConfig | None) -> bool:
@@ -45,35 +44,6 @@ def _input_config(session: SessionConfig | None) -> AudioInputConfig | None:
     return session.audio.input if isinstance(session.audio.input, AudioInputConfig) else None
 
 
-class SpeechSources:
-    """Why each conversation response was created (``speech_created``'s ``source``).
-
-    The session notes the source of every ``response.create`` it queues through the response
-    gate, unless the gate folded it into an equal request already waiting. The gate sends
-    requests in the order they were made, one at a time, and a ``response.created`` arriving
-    while a request is in flight answers it — so sources are matched first in, first out. A
-    response nobody here asked for (server VAD) is a ``response``. In a race with server VAD
-    (its response started just before the server read our create, and the create was
-    rejected) the winner takes the request's source; when the protocol core asks again for the
-    request (docs/protocol.md, "A race with server VAD"), that response is a ``response``.
-    """
-
-    def __init__(self) -> None:
-        self._waiting: deque[ev.SpeechSource] = deque()
-
-    def requested(self, source: ev.SpeechSource) -> None:
-        self._waiting.append(source)
-
-    def created(self, *, answers_request: bool) -> ev.SpeechSource:
-        if answers_request and self._waiting:
-            return self._waiting.popleft()
-        return "response"
-
-    def request_failed(self) -> None:
-        if self._waiting:
-            self._waiting.popleft()
-
-
 class EventTranslator:
     """Turns the protocol core's events into :mod:`voxwire.asyncio.events`.
 
@@ -82,22 +52,50 @@ class EventTranslator:
     :class:`~voxwire.asyncio.events.AudioEvent` (off when an audio output takes them).
     """
 
-    def __init__(self, protocol: RealtimeProtocol, *, raw: bool, audio_events: bool) -> None:
+    def __init__(
+        self,
+        protocol: RealtimeProtocol,
+        *,
+        raw: bool,
+        audio_events: bool,
+        emit: Callable[[ev.SessionEvent], None] = lambda event: None,
+        playback_pending: Callable[[], bool] = lambda: False,
+        wait_for_playback: Callable[[], None] = lambda: None,
+    ) -> None:
         self._protocol = protocol
         self._raw = raw
         self._audio_events = audio_events
+        self._emit = emit
         self._announced: set[str] = set()
         self._completed: set[str] = set()
         self.agent_state: ev.AgentState = "initializing"
         #: With an audio output attached: whether it still has audio of this session to play.
         #: While it has, the agent stays ``speaking`` after its responses are done, until
-        #: :meth:`playback_drained`.
-        self.playback_pending: Callable[[], bool] = lambda: False
+        #: :meth:`playback_drained` (``wait_for_playback`` is called to ask for that call).
+        self.playback_pending = playback_pending
+        self._wait_for_playback = wait_for_playback
         self.waiting_for_playback = False
         self.user_state: ev.UserState = "listening"
 
+    def on_server_event(self, event: se.ReceivedEvent) -> None:
+        """Translate ``event`` and emit what it means (a session consumer)."""
+        for out in self.translate(event):
+            self._emit(out)
+        if self.waiting_for_playback:
+            self._wait_for_playback()
+
+    def connection_replaced(self, protocol: RealtimeProtocol) -> None:
+        """A new connection's core took over (after a reconnection): the agent's state and the
+        wait for playback carry on; the new server has heard nothing of the user yet."""
+        self._protocol = protocol
+        self._announced.clear()
+        self._completed.clear()
+        self.user_state = "listening"
+
     def translate(self, event: se.ReceivedEvent) -> list[ev.SessionEvent]:
         out: list[ev.SessionEvent] = []
+        if isinstance(event, se.ResponseCreated):
+            self._speech_created(event, out)
         if self._raw and not isinstance(event, se.ResponseOutputAudioDelta):
             out.append(ev.RawServerEvent(event=event))
         handler = _HANDLERS.get(type(event))
@@ -124,6 +122,15 @@ class EventTranslator:
         out.append(
             ev.HistoryUpdatedEvent(history=tuple(build_history(self._protocol.conversation)))
         )
+
+    def _speech_created(self, event: se.ResponseCreated, out: list[ev.SessionEvent]) -> None:
+        """A conversation response started: ``speech_created`` first, with the source of the
+        request the protocol core resolved it to (``response`` when nobody here asked)."""
+        response_id = event.response.id
+        record = self._protocol.responses.get(response_id) if response_id is not None else None
+        if record is None or record.out_of_band:
+            return
+        out.append(ev.SpeechCreatedEvent(response_id=record.id, source=record.source or "response"))
 
     # --- handlers (one per wire event type) -------------------------------------------------------
 

@@ -27,6 +27,11 @@ Out-of-band responses (``response.create`` with ``conversation="none"``) do not 
 GA runs them beside the conversation's response, and their ``response.created`` is told apart
 by its ``conversation_id`` being null. ``RealtimeProtocol`` keeps them away from the gate.
 
+Every request carries its *source* (:data:`ResponseSource`: why it was asked for). The gate
+resolves each ``response.created`` to the request it answers and returns that source
+(:meth:`ResponseGate.response_created`), so the caller never has to guess from the state which
+response is whose; a response nobody asked for (server VAD) has source ``None``.
+
 ``response.created`` does not echo the client's ``event_id``, so the first one after a create
 is taken as its answer. If server VAD wins that race, the server rejects the create with
 ``conversation_already_has_active_response`` naming its ``event_id``: the gate remembers which
@@ -39,11 +44,25 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 from voxwire.protocol.client_events import ResponseCreateParams
 
-__all__ = ["TRANSITIONS", "GateState", "GateTrigger", "LostRace", "ResponseGate", "next_state"]
+__all__ = [
+    "TRANSITIONS",
+    "GateState",
+    "GateTrigger",
+    "LostRace",
+    "ResponseGate",
+    "ResponseRequest",
+    "ResponseSource",
+    "next_state",
+]
+
+ResponseSource = Literal["response", "tool_response", "guardrail", "say"]
+"""Why a response was asked for: ``response`` (the application: a message, ``create_response``,
+a raw ``response.create``), ``tool_response`` (the follow-up after tool outputs), ``guardrail``
+(the retry after an output guardrail tripped), ``say`` (speak a given text)."""
 
 
 class GateState(enum.Enum):
@@ -81,14 +100,27 @@ def next_state(state: GateState, trigger: GateTrigger) -> GateState:
 
 
 @dataclass(frozen=True, slots=True)
+class ResponseRequest:
+    """One ``response.create`` asked for: its parameters (``None``: the session's defaults) and
+    its source."""
+
+    params: ResponseCreateParams | None
+    source: ResponseSource = "response"
+
+
+@dataclass(frozen=True, slots=True)
 class LostRace:
     """A create rejected after a ``response.created`` (started by server VAD) had been taken as
     its answer: its parameters, and whether that response saw every item the create was for
     (none of the items unanswered when the create went out was still unanswered when the
     response started)."""
 
-    params: ResponseCreateParams | None
+    request: ResponseRequest
     winner_saw_items: bool
+
+    @property
+    def params(self) -> ResponseCreateParams | None:
+        return self.request.params
 
 
 class ResponseGate:
@@ -101,9 +133,9 @@ class ResponseGate:
         self._state = IDLE
         self._in_progress: list[str] = []
         self._create_event_id: str | None = None
-        self._create_params: ResponseCreateParams | None = None
+        self._create: ResponseRequest = ResponseRequest(None)
         self._create_waits_for: frozenset[str] = frozenset()
-        self._held: list[ResponseCreateParams | None] = []
+        self._held: list[ResponseRequest] = []
         # The create the last response.created was taken to answer, by its event_id.
         self._presumed: tuple[str, LostRace] | None = None
 
@@ -122,55 +154,63 @@ class ResponseGate:
         return self._create_event_id
 
     @property
-    def held(self) -> tuple[ResponseCreateParams | None, ...]:
+    def held(self) -> tuple[ResponseRequest, ...]:
         """Requests waiting for the gate, oldest first."""
         return tuple(self._held)
 
     @property
-    def unanswered(self) -> tuple[ResponseCreateParams | None, ...]:
+    def unanswered(self) -> tuple[ResponseRequest, ...]:
         """Every request no response has answered yet: the one in flight, then the held ones."""
-        in_flight = (self._create_params,) if self._create_event_id is not None else ()
+        in_flight = (self._create,) if self._create_event_id is not None else ()
         return (*in_flight, *self._held)
 
     def _fire(self, trigger: GateTrigger) -> None:
         self._state = next_state(self._state, trigger)
 
-    def hold(self, params: ResponseCreateParams | None) -> None:
-        """Keep a request for later; an equal request already held absorbs it."""
-        if params not in self._held:
-            self._held.append(params)
+    def hold(self, request: ResponseRequest) -> bool:
+        """Keep a request for later; ``False`` when a held request with equal parameters
+        absorbs it (asking twice for the same response is one request; the first source
+        stays)."""
+        if any(held.params == request.params for held in self._held):
+            return False
+        self._held.append(request)
+        return True
 
-    def release(self) -> ResponseCreateParams | _Nothing | None:
-        """The oldest held request if the gate is IDLE, else :data:`NOTHING`."""
+    def release(self) -> ResponseRequest | None:
+        """The oldest held request if the gate is IDLE, else ``None``."""
         if self._state is not IDLE or not self._held:
-            return NOTHING
+            return None
         return self._held.pop(0)
 
     def create_sent(
         self,
         event_id: str,
-        params: ResponseCreateParams | None = None,
+        request: ResponseRequest | None = None,
         *,
         waits_for: frozenset[str] = frozenset(),
     ) -> None:
         """A create went out; ``waits_for``: the items whose creates were still unanswered."""
         self._create_event_id = event_id
-        self._create_params = params
+        self._create = request if request is not None else ResponseRequest(None)
         self._create_waits_for = waits_for
         self._fire(GateTrigger.CREATE_SENT)
 
     def response_created(
         self, response_id: str, *, unanswered_items: frozenset[str] = frozenset()
-    ) -> None:
+    ) -> ResponseSource | None:
         """A response started; ``unanswered_items``: items whose creates the server has not
-        answered yet (it cannot have seen them)."""
+        answered yet (it cannot have seen them). Returns the source of the request it answers
+        (the create in flight), or ``None`` for a response nobody here asked for."""
         if response_id not in self._in_progress:
             self._in_progress.append(response_id)
+        source: ResponseSource | None = None
         if self._create_event_id is not None:
             seen = not self._create_waits_for & unanswered_items
-            self._presumed = (self._create_event_id, LostRace(self._create_params, seen))
+            self._presumed = (self._create_event_id, LostRace(self._create, seen))
+            source = self._create.source
         self._create_event_id = None
         self._fire(GateTrigger.RESPONSE_CREATED)
+        return source
 
     def response_done(self, response_id: str) -> None:
         if response_id not in self._in_progress:
@@ -194,17 +234,8 @@ class ResponseGate:
         self._presumed = None
         return lost
 
-    def requeue(self, params: ResponseCreateParams | None) -> None:
-        """Ask again, before the held requests (it was asked for first); an equal held request
-        merges into it."""
-        if params in self._held:
-            self._held.remove(params)
-        self._held.insert(0, params)
-
-
-class _Nothing(enum.Enum):
-    NOTHING = "nothing"
-
-
-#: Returned by :meth:`ResponseGate.release` when no request may go (``None`` is a request).
-NOTHING: Final = _Nothing.NOTHING
+    def requeue(self, request: ResponseRequest) -> None:
+        """Ask again, before the held requests (it was asked for first); a held request with
+        equal parameters merges into it."""
+        self._held = [held for held in self._held if held.params != request.params]
+        self._held.insert(0, request)

@@ -23,11 +23,11 @@ Client requests are remembered as pending until the server answers them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Final, Literal
 
 import msgspec
 
-from voxwire.exceptions import InvalidState
+from voxwire.exceptions import ConfigurationError, InvalidState
 from voxwire.protocol import server_events as se
 from voxwire.protocol.audio_ledger import AudioLedger, SegmentKey
 from voxwire.protocol.beta import (
@@ -37,6 +37,7 @@ from voxwire.protocol.beta import (
     decode_beta_server_mapping,
 )
 from voxwire.protocol.client_events import (
+    CLIENT_EVENT_TYPES,
     ClientEvent,
     ConversationItemCreate,
     ConversationItemDelete,
@@ -51,27 +52,27 @@ from voxwire.protocol.client_events import (
     ResponseCreateParams,
     SessionUpdate,
 )
-from voxwire.protocol.codec import (
-    decode_server_event,
-    encode_event,
-    raw_fields,
-    salvage_response,
-)
+from voxwire.protocol.codec import decode_client_event, decode_server_event, raw_fields
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.conversation import ConversationState
-from voxwire.protocol.gate import NOTHING, GateState, LostRace, ResponseGate
+from voxwire.protocol.gate import GateState, ResponseRequest, ResponseSource
 from voxwire.protocol.history import plan_history
 from voxwire.protocol.ids import CounterIds, IdFactory
 from voxwire.protocol.interruption import plan_interruption
 from voxwire.protocol.items import Item
-from voxwire.protocol.objects import Response
+from voxwire.protocol.objects import Response, StatusDetails
 from voxwire.protocol.responses import ResponseRecord, ResponseRecords
+from voxwire.protocol.restoration import (
+    ConnectionLoss,
+    RestorationPlan,
+    items_to_resend,
+    restoration_items,
+)
 from voxwire.protocol.server_events import ReceivedEvent
-from voxwire.protocol.units import PCM16_24K, SampleFormat
+from voxwire.protocol.state import ProtocolState
+from voxwire.protocol.updates import SessionUpdateLog, UpdateOrigin, UpdateRecord
 
 __all__ = ["RealtimeProtocol"]
-
-_E = TypeVar("_E", bound=ClientEvent)
 
 # Frames that can show which protocol a server speaks (see beta.beta_dialect); a beta-only
 # event name arrives as an UnknownServerEvent on the GA path.
@@ -87,40 +88,32 @@ _TELLING_TYPES = frozenset(
 )
 
 
-class RealtimeProtocol:
+class RealtimeProtocol(ProtocolState):
     """Client-side Realtime protocol state machine (GA events).
 
     ``beta``: ``"auto"`` (default) tells a beta server from a GA one by its first frames and maps
     beta names to GA events if needed (frames are read as mappings until it knows, then GA
     frames take the fast typed path); ``True`` / ``False`` fix the choice from the start.
     ``ids`` makes the ``event_id`` of every client event and the ids of client-created items;
-    the default counts deterministically (``vx_evt_1``, ``vx_item_1`` …).
+    the default counts deterministically (``vx_evt_1``, ``vx_item_1`` …). ``update_log``: keep
+    the application's ``session.update`` changes there, to be made again on a new server session
+    (:meth:`replay_session_updates`); give every connection's core the same log.
     """
 
     def __init__(
-        self, *, beta: bool | Literal["auto"] = "auto", ids: IdFactory | None = None
+        self,
+        *,
+        beta: bool | Literal["auto"] = "auto",
+        ids: IdFactory | None = None,
+        update_log: SessionUpdateLog | None = None,
     ) -> None:
         if beta not in (True, False, "auto"):
             raise ValueError(
                 f"RealtimeProtocol beta={beta!r} is invalid: expected True, False or 'auto'"
             )
+        super().__init__(ids if ids is not None else CounterIds(), update_log)
         # None: not known yet (auto).
         self._beta: bool | None = None if beta == "auto" else bool(beta)
-        self._ids: IdFactory = ids if ids is not None else CounterIds()
-        self._received: list[ReceivedEvent] = []
-        self._outgoing: list[str] = []
-        self._session: SessionConfig | None = None
-        self._conversation = ConversationState()
-        self._ledger = AudioLedger()
-        self._responses = ResponseRecords()
-        self._gate = ResponseGate()
-        # Item changes awaiting the server's answer, oldest first: event_id -> the event as sent.
-        # A create's item always has an id (send_item_create gives one).
-        self._unacked_creates: dict[str, ConversationItemCreate] = {}
-        self._unacked_deletes: dict[str, ConversationItemDelete] = {}
-        self._unacked_truncates: dict[str, ConversationItemTruncate] = {}
-        # event_ids of out-of-band response.create events awaiting their response.created.
-        self._out_of_band_creates: list[str] = []
 
     # --- state ------------------------------------------------------------------------------------
 
@@ -170,7 +163,17 @@ class RealtimeProtocol:
         """The conversation's ``response.create`` requests no response has answered yet — the
         one in flight, then the held ones — with their parameters (``None``: defaults). What a
         new connection must ask for again after this one was lost."""
-        return self._gate.unanswered
+        return tuple(request.params for request in self._gate.unanswered)
+
+    @property
+    def updates_in_flight(self) -> tuple[UpdateRecord, ...]:
+        """The ``session.update`` events sent and not answered yet, oldest first."""
+        return self._updates.in_flight
+
+    def is_out_of_band(self, response_id: str) -> bool:
+        """The response was created with ``conversation="none"``."""
+        record = self._responses.get(response_id)
+        return record is not None and record.out_of_band
 
     @property
     def unacknowledged_item_creates(self) -> tuple[ConversationItemCreate, ...]:
@@ -240,8 +243,7 @@ class RealtimeProtocol:
         else:
             events = [decode_server_event(data)]
         for event in events:
-            handler = _HANDLERS.get(type(event))
-            if handler is None or handler(self, event):
+            if self._apply(event):
                 self._received.append(event)
 
     def _receive_undecided(self, data: str | bytes) -> list[ReceivedEvent]:
@@ -268,17 +270,88 @@ class RealtimeProtocol:
         frames, self._outgoing = self._outgoing, []
         return frames
 
+    def updates_settled(self) -> list[UpdateRecord]:
+        """The ``session.update`` events answered since the last call (acknowledged or
+        rejected, or lost with the connection), in the order they were settled: how the I/O
+        layer learns the fate of an update it waits for, by its ``event_id``."""
+        return self._updates.settled()
+
+    def connection_lost(self) -> ConnectionLoss:
+        """The connection is gone: settle what was in flight and plan the next connection.
+
+        Each response in progress ends with status ``cancelled`` (reason ``connection_lost``);
+        item deletes and truncates the server never acknowledged are taken as done, as if it had
+        confirmed them (so a deleted item is not recreated and a truncated part is not brought
+        back); session updates in flight end as lost; frames not sent yet are dropped. The
+        settling events are applied to the state here and returned, to be handed to the
+        application like received ones; the plan is made from the state that results."""
+        requests = self._gate.unanswered
+        lost = self._gate.in_progress
+        events = [self._settling(_cancelled(response_id)) for response_id in lost]
+        for delete in self.unacknowledged_item_deletes:
+            events.append(self._settling(_deleted(delete)))
+        for truncate in self.unacknowledged_item_truncates:  # those of items still there
+            events.append(self._settling(_truncated(truncate)))
+        self._updates.lost()
+        self._outgoing.clear()
+        items, skipped = restoration_items(self._conversation, lost)
+        plan = RestorationPlan(
+            items=items,
+            skipped=skipped,
+            resend=self.unacknowledged_item_creates,
+            requests=requests,
+            lost_responses=lost,
+        )
+        return ConnectionLoss(events=tuple(events), plan=plan)
+
+    def _settling(self, event: ReceivedEvent) -> ReceivedEvent:
+        self._apply(event)
+        return event
+
     # --- sending ----------------------------------------------------------------------------------
 
-    def send_session_update(self, config: SessionConfig | Mapping[str, Any]) -> SessionUpdate:
+    def send(
+        self, event: ClientEvent | Mapping[str, Any], *, source: ResponseSource = "response"
+    ) -> ClientEvent | None:
+        """Send any client event, typed or as a mapping, through the same path as the
+        ``send_*`` methods (so the state follows and a ``response.create`` is gated, with
+        ``source``). A mapping whose ``type`` no client event has is queued as given (a newer
+        event this SDK does not know); a known type that does not decode raises
+        :class:`~voxwire.exceptions.ConfigurationError` naming what is wrong. Returns the event
+        queued (``None`` for a held ``response.create``, a cancel with nothing to cancel, or an
+        unknown type)."""
+        if isinstance(event, Mapping):
+            if event.get("type") not in CLIENT_EVENT_TYPES:
+                if not isinstance(event.get("type"), str):
+                    raise ConfigurationError("send(): the event needs a 'type'")
+                self._outgoing.append(msgspec.json.encode(dict(event)).decode())
+                return None
+            decoded = decode_client_event(msgspec.json.encode(dict(event)))
+            if isinstance(decoded, se.ProtocolErrorEvent):
+                raise ConfigurationError(f"send(): {decoded.message}")
+            event = decoded
+        return _SENDERS[type(event)](self, event, source)
+
+    def send_session_update(
+        self, config: SessionConfig | Mapping[str, Any], *, origin: UpdateOrigin = "application"
+    ) -> SessionUpdate:
         """Ask for session changes; legacy and camelCase mappings are normalised first.
 
-        :attr:`session` changes when the server answers with ``session.updated``.
+        :attr:`session` changes when the server answers with ``session.updated``; the answer is
+        reported by :meth:`updates_settled`. ``origin`` says who asks: the application's changes
+        are kept in the ``update_log`` (if any) to be made again after a lost connection.
         """
         session = (
             config if isinstance(config, SessionConfig) else SessionConfig.from_mapping(config)
         )
-        return self._queue(SessionUpdate(session=session))
+        event = self._queue(SessionUpdate(session=session))
+        assert event.event_id is not None
+        log = self._update_log
+        mark = log.mark() if log is not None else 0
+        self._updates.sent(UpdateRecord(event.event_id, session, origin, log_mark=mark))
+        if origin == "application" and log is not None:
+            log.sent(event.event_id, session)
+        return event
 
     def send_input_audio(self, audio: bytes | bytearray | memoryview) -> InputAudioBufferAppend:
         """Append audio, in the session's input format, to the server's input buffer."""
@@ -333,11 +406,13 @@ class RealtimeProtocol:
         return event
 
     def send_response_create(
-        self, params: ResponseCreateParams | None = None
+        self, params: ResponseCreateParams | None = None, *, source: ResponseSource = "response"
     ) -> ResponseCreate | None:
         """Ask for a response: sent now if the gate is IDLE (returned), else held (``None``).
 
         Held requests coalesce and go, oldest first, when the response in progress ends.
+        ``source`` says why it is asked for; the response that answers it carries it
+        (:attr:`ResponseRecord.source <voxwire.protocol.ResponseRecord.source>`).
         Out-of-band requests (``conversation="none"``) always go at once: GA runs them in
         parallel ("only one Response can write to the default Conversation at a time, but
         otherwise multiple Responses can be created in parallel").
@@ -346,7 +421,7 @@ class RealtimeProtocol:
             event_id = self._ids("event")
             self._out_of_band_creates.append(event_id)
             return self._queue(ResponseCreate(event_id=event_id, response=params))
-        self._gate.hold(params)
+        self._gate.hold(ResponseRequest(params, source))
         return self._release_held_create()
 
     def send_response_cancel(self, response_id: str | None = None) -> ResponseCancel | None:
@@ -411,228 +486,80 @@ class RealtimeProtocol:
                 )
         return events
 
-    # --- internals: sending -----------------------------------------------------------------------
-
-    def _queue(self, event: _E) -> _E:
-        if event.event_id is None:
-            event = msgspec.structs.replace(event, event_id=self._ids("event"))
-        self._outgoing.append(encode_event(event))
-        return event
-
-    def _create_answered(self, item_id: str) -> None:
-        for event_id in [eid for eid, c in self._unacked_creates.items() if c.item.id == item_id]:
-            del self._unacked_creates[event_id]
-
-    def _release_held_create(self) -> ResponseCreate | None:
-        params = self._gate.release()
-        if params is NOTHING:
-            return None
-        event_id = self._ids("event")
-        event = self._queue(ResponseCreate(event_id=event_id, response=params))
-        self._gate.create_sent(event_id, params, waits_for=self._pending_item_ids())
-        return event
-
-    def _pending_item_ids(self) -> frozenset[str]:
-        return frozenset(c.item.id for c in self._unacked_creates.values() if c.item.id)
-
-    @property
-    def _sample_format(self) -> SampleFormat:
-        return self._session.output_sample_format if self._session is not None else PCM16_24K
-
-    # --- internals: receiving (one handler per event type; False drops the event) -----------------
-
-    def _on_session(self, event: se.SessionCreated | se.SessionUpdated) -> bool:
-        self._session = event.session
-        return True
-
-    def _on_item_added(self, event: se.ConversationItemAdded | se.ConversationItemCreated) -> bool:
-        self._conversation.item_added(event.item, event.previous_item_id)
-        if event.item.id is not None:
-            self._create_answered(event.item.id)
-        return True
-
-    def _on_item_done(self, event: se.ConversationItemDone) -> bool:
-        self._conversation.item_done(event.item, event.previous_item_id)
-        return True
-
-    def _on_item_deleted(self, event: se.ConversationItemDeleted) -> bool:
-        self._conversation.item_deleted(event.item_id)
-        self._ledger.forget_item(event.item_id)
-        item_id = event.item_id
-        self._create_answered(item_id)
-        for table in (self._unacked_deletes, self._unacked_truncates):
-            for event_id in [eid for eid, e in table.items() if e.item_id == item_id]:
-                del table[event_id]
-        return True
-
-    def _on_item_truncated(self, event: se.ConversationItemTruncated) -> bool:
-        self._conversation.item_truncated(event.item_id, event.content_index, event.audio_end_ms)
-        self._ledger.truncated((event.item_id, event.content_index), event.audio_end_ms)
-        for event_id, truncate in self._unacked_truncates.items():
-            if (truncate.item_id, truncate.content_index) == (event.item_id, event.content_index):
-                del self._unacked_truncates[event_id]  # the oldest: the server answers in order
-                break
-        return True
-
-    def _on_response_created(self, event: se.ResponseCreated) -> bool:
-        response_id = event.response.id
-        if response_id is None:
-            return True
-        record = self._responses.created(response_id)
-        # GA: conversation_id is null exactly when the response was created out of band.
-        if event.response.conversation_id is None and self._out_of_band_creates:
-            self._out_of_band_creates.pop(0)
-            record.out_of_band = True
-        else:
-            self._gate.response_created(response_id, unanswered_items=self._pending_item_ids())
-        return True
-
-    def _on_response_done(self, event: se.ResponseDone) -> bool:
-        if event.response.id is not None:
-            self._finish_response(event.response.id, event.response)
-        return True
-
-    def _finish_response(self, response_id: str, response: Response) -> None:
-        self._responses.done(response, response_id)
-        self._gate.response_done(response_id)
-        self._release_held_create()
-
-    def _on_output_item(
-        self, event: se.ResponseOutputItemAdded | se.ResponseOutputItemDone
-    ) -> bool:
-        self._conversation.output_item(event.item, event.response_id)
-        self._responses.output_item(event.response_id, event.item.id)
-        return True
-
-    def _dropped(self, response_id: str, item_id: str) -> bool:
-        """Deltas of an interrupted response or a deleted item are not handed out."""
-        return self._responses.is_interrupted(response_id) or self._conversation.is_deleted(item_id)
-
-    def _on_audio_delta(self, event: se.ResponseOutputAudioDelta) -> bool:
-        if self._dropped(event.response_id, event.item_id):
-            return False
-        self._ledger.received(
-            (event.item_id, event.content_index),
-            event.response_id,
-            len(event.delta),
-            self._sample_format,
+    def replay_session_updates(self) -> int:
+        """On a new server session: send the application's session changes again, from the
+        ``update_log`` (see :class:`~voxwire.protocol.updates.SessionUpdateLog`); how many."""
+        log = self._update_log
+        if log is None:
+            return 0
+        return log.replay(
+            lambda config: _event_id(self.send_session_update(config, origin="replay"))
         )
-        return True
 
-    def _on_audio_done(self, event: se.ResponseOutputAudioDone) -> bool:
-        self._ledger.audio_done((event.item_id, event.content_index))
-        return True
-
-    def _on_text_delta(
-        self, event: se.ResponseOutputAudioTranscriptDelta | se.ResponseOutputTextDelta
-    ) -> bool:
-        if self._dropped(event.response_id, event.item_id):
-            return False
-        self._conversation.transcript_delta(event.item_id, event.content_index, event.delta)
-        return True
-
-    def _on_transcript_done(self, event: se.ResponseOutputAudioTranscriptDone) -> bool:
-        if not self._responses.is_interrupted(event.response_id):
-            self._conversation.transcript_done(event.item_id, event.content_index, event.transcript)
-        return True
-
-    def _on_text_done(self, event: se.ResponseOutputTextDone) -> bool:
-        if not self._responses.is_interrupted(event.response_id):
-            self._conversation.transcript_done(event.item_id, event.content_index, event.text)
-        return True
-
-    def _on_part_done(self, event: se.ResponseContentPartDone) -> bool:
-        part = event.part
-        text = part.transcript if part.transcript is not None else part.text
-        if text is not None and not self._responses.is_interrupted(event.response_id):
-            self._conversation.transcript_done(event.item_id, event.content_index, text)
-        return True
-
-    def _on_input_transcript_delta(self, event: se.InputAudioTranscriptionDelta) -> bool:
-        if event.delta:
-            self._conversation.transcript_delta(
-                event.item_id, event.content_index or 0, event.delta
-            )
-        return True
-
-    def _on_input_transcript_done(self, event: se.InputAudioTranscriptionCompleted) -> bool:
-        self._conversation.transcript_done(event.item_id, event.content_index, event.transcript)
-        return True
-
-    def _on_arguments_delta(
-        self, event: se.ResponseFunctionCallArgumentsDelta | se.ResponseMcpCallArgumentsDelta
-    ) -> bool:
-        return not self._dropped(event.response_id, event.item_id)
-
-    def _on_error(self, event: se.ErrorEvent) -> bool:
-        event_id = event.error.event_id
-        if event.error.code == "conversation_already_has_active_response":
-            lost = self._gate.lost_race(event_id)
-            if lost is not None:
-                self._race_lost(lost)
-                return False  # handled here: the application has nothing to do about it
-        self._gate.error(event_id)
-        if event_id in self._out_of_band_creates:
-            self._out_of_band_creates.remove(event_id)
-        if event_id is not None:
-            # An item change failed: stop waiting for it.
-            create = self._unacked_creates.pop(event_id, None)
-            if create is not None:
-                assert create.item.id is not None  # send_item_create gives every item one
-                self._conversation.create_failed(create.item.id)
-            self._unacked_deletes.pop(event_id, None)
-            self._unacked_truncates.pop(event_id, None)
-        self._release_held_create()
-        return True
-
-    def _race_lost(self, lost: LostRace) -> None:
-        """Server VAD started a response just before the server read our ``response.create``,
-        which it then rejected; the response it started was taken as the answer. Ask again once
-        it is done — unless the create asked for nothing special and the winner saw every item
-        the create was for: then it is the answer."""
-        if lost.params is None and lost.winner_saw_items:
-            return
-        self._gate.requeue(lost.params)
-        self._release_held_create()
-
-    def _on_protocol_error(self, event: se.ProtocolErrorEvent) -> bool:
-        """Leave the state alone — except that a ``response.done`` too broken to read still ends
-        its response, or the gate would wait for it forever."""
-        if event.event_type == "response.done" and event.raw is not None:
-            raw_response = event.raw.get("response")
-            # Keep what can be read of it (status, usage, intact output items).
-            response = salvage_response(raw_response) if isinstance(raw_response, dict) else None
-            if response is not None and response.id is not None:
-                self._finish_response(response.id, response)
-        return True
+    def resend_unanswered(self, plan: RestorationPlan) -> int:
+        """On a new server session, after the restoration: send again the item creates the lost
+        server never acknowledged (each once, in order; an item already queued here — a tool
+        output sent again by its runner — is not repeated: :func:`items_to_resend`), then ask
+        again for the responses no response answered, with their parameters and sources.
+        Returns how many of the lost connection's unacknowledged creates went again."""
+        queued = {c.item.id for c in self._unacked_creates.values() if c.item.id is not None}
+        for create in items_to_resend(plan.resend, self._conversation, queued):
+            self.send_item_create(create.item, previous_item_id=create.previous_item_id)
+        for request in plan.requests:
+            self.send_response_create(request.params, source=request.source)
+        pending = self._pending_item_ids()
+        return sum(1 for create in plan.resend if create.item.id in pending)
 
 
-_Handler = Callable[[RealtimeProtocol, Any], bool]
+def _event_id(event: ClientEvent) -> str:
+    assert event.event_id is not None  # every queued event gets one
+    return event.event_id
 
-#: Server event type -> handler. Types not listed change no state and are handed out as they are.
-_HANDLERS: dict[type, _Handler] = {
-    se.SessionCreated: RealtimeProtocol._on_session,
-    se.SessionUpdated: RealtimeProtocol._on_session,
-    se.ConversationItemAdded: RealtimeProtocol._on_item_added,
-    se.ConversationItemCreated: RealtimeProtocol._on_item_added,
-    se.ConversationItemDone: RealtimeProtocol._on_item_done,
-    se.ConversationItemDeleted: RealtimeProtocol._on_item_deleted,
-    se.ConversationItemTruncated: RealtimeProtocol._on_item_truncated,
-    se.ResponseCreated: RealtimeProtocol._on_response_created,
-    se.ResponseDone: RealtimeProtocol._on_response_done,
-    se.ResponseOutputItemAdded: RealtimeProtocol._on_output_item,
-    se.ResponseOutputItemDone: RealtimeProtocol._on_output_item,
-    se.ResponseOutputAudioDelta: RealtimeProtocol._on_audio_delta,
-    se.ResponseOutputAudioDone: RealtimeProtocol._on_audio_done,
-    se.ResponseOutputAudioTranscriptDelta: RealtimeProtocol._on_text_delta,
-    se.ResponseOutputTextDelta: RealtimeProtocol._on_text_delta,
-    se.ResponseOutputAudioTranscriptDone: RealtimeProtocol._on_transcript_done,
-    se.ResponseOutputTextDone: RealtimeProtocol._on_text_done,
-    se.ResponseContentPartDone: RealtimeProtocol._on_part_done,
-    se.InputAudioTranscriptionDelta: RealtimeProtocol._on_input_transcript_delta,
-    se.InputAudioTranscriptionCompleted: RealtimeProtocol._on_input_transcript_done,
-    se.ResponseFunctionCallArgumentsDelta: RealtimeProtocol._on_arguments_delta,
-    se.ResponseMcpCallArgumentsDelta: RealtimeProtocol._on_arguments_delta,
-    se.ErrorEvent: RealtimeProtocol._on_error,
-    se.ProtocolErrorEvent: RealtimeProtocol._on_protocol_error,
+
+def _cancelled(response_id: str) -> se.ResponseDone:
+    return se.ResponseDone(
+        event_id=f"voxwire_connection_lost_{response_id}",
+        response=Response(
+            id=response_id,
+            object="realtime.response",
+            status="cancelled",
+            status_details=StatusDetails(type="cancelled", reason="connection_lost"),
+        ),
+    )
+
+
+def _deleted(delete: ConversationItemDelete) -> se.ConversationItemDeleted:
+    return se.ConversationItemDeleted(
+        event_id=f"voxwire_connection_lost_{delete.event_id}", item_id=delete.item_id
+    )
+
+
+def _truncated(truncate: ConversationItemTruncate) -> se.ConversationItemTruncated:
+    return se.ConversationItemTruncated(
+        event_id=f"voxwire_connection_lost_{truncate.event_id}",
+        item_id=truncate.item_id,
+        content_index=truncate.content_index,
+        audio_end_ms=truncate.audio_end_ms,
+    )
+
+
+_Sender = Callable[[RealtimeProtocol, Any, ResponseSource], ClientEvent | None]
+
+#: Client event type -> how :meth:`RealtimeProtocol.send` sends it.
+_SENDERS: Final[dict[type, _Sender]] = {
+    SessionUpdate: lambda p, e, _: p.send_session_update(e.session),
+    InputAudioBufferAppend: lambda p, e, _: p.send_input_audio(e.audio),
+    InputAudioBufferCommit: lambda p, e, _: p.send_input_audio_commit(),
+    InputAudioBufferClear: lambda p, e, _: p.send_input_audio_clear(),
+    OutputAudioBufferClear: lambda p, e, _: p.send_output_audio_clear(),
+    ConversationItemCreate: lambda p, e, _: p.send_item_create(
+        e.item, previous_item_id=e.previous_item_id
+    ),
+    ConversationItemRetrieve: lambda p, e, _: p.send_item_retrieve(e.item_id),
+    ConversationItemDelete: lambda p, e, _: p.send_item_delete(e.item_id),
+    ConversationItemTruncate: lambda p, e, _: p.send_item_truncate(
+        e.item_id, e.content_index, e.audio_end_ms
+    ),
+    ResponseCreate: lambda p, e, source: p.send_response_create(e.response, source=source),
+    ResponseCancel: lambda p, e, _: p.send_response_cancel(e.response_id),
 }

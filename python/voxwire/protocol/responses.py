@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from voxwire.protocol.gate import ResponseSource
 from voxwire.protocol.objects import Response, ResponseStatus, StatusDetails, Usage
 
 __all__ = ["ResponseRecord", "ResponseRecords"]
@@ -27,6 +28,9 @@ class ResponseRecord:
     out_of_band: bool = False
     """Created with ``conversation="none"``: it writes to no conversation and does not hold
     the response gate."""
+    source: ResponseSource | None = None
+    """Why it was asked for, from the request the gate resolved its ``response.created`` to;
+    ``None`` for a response nobody here asked for (server VAD) and out-of-band ones."""
 
     @property
     def in_progress(self) -> bool:

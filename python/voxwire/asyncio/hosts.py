@@ -1,0 +1,147 @@
+"""The session as each of its parts sees it: narrow faces over :class:`RealtimeSession`'s
+internals, one per part (the agent switcher, the reconnector, the tool and guardrail runners).
+
+Each part declares what it needs as a ``typing.Protocol`` in its own module (``SwitchHost``,
+``ReconnectHost``, ``ToolHost``, ``GuardrailHost``); these classes are the session's answers, kept
+here so that ``session.py`` holds the public API and the pump. They belong to the session: they
+read and change its private state, and nothing else should.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from voxwire.agents.agent import ResolvedAgent, ResolvedHandoff
+from voxwire.asyncio import events as ev
+from voxwire.asyncio.history import HistoryItem
+from voxwire.asyncio.lifecycle import SessionState
+from voxwire.asyncio.reconnect import Resumed
+from voxwire.protocol.config import SessionConfig
+from voxwire.protocol.items import function_call_output, system_message
+from voxwire.protocol.protocol import RealtimeProtocol
+
+if TYPE_CHECKING:
+    from voxwire.asyncio.session import RealtimeSession
+
+__all__ = ["AgentHost", "ReconnectHost", "SwitchHost"]
+
+
+class SwitchHost:
+    """The session as the agent switcher sees it (asyncio/switching.py)."""
+
+    def __init__(self, session: RealtimeSession) -> None:
+        self._session = session
+        self.emit = session._queue.put
+        self.require_open = session._require_open
+
+    def is_open(self) -> bool:
+        return self._session.state is SessionState.OPEN
+
+    async def send_update(self, config: SessionConfig, what: str) -> None:
+        session = self._session
+        event = session._protocol.send_session_update(config, origin="agent")
+        assert event.event_id is not None
+        ack = session._waiters.expect(event.event_id, what)
+        try:
+            await session._pump.flush()
+            await ack
+        finally:
+            session._waiters.forget(event.event_id)
+
+    def interrupt(self) -> None:
+        self._session._interrupter.interrupt(None, cancel_response=True)
+
+    def send_feedback(self, text: str) -> None:
+        session = self._session
+        session._protocol.send_item_create(system_message(text))
+        session._request_response(None, "guardrail")
+
+    def handoff_span(self, source: str, target: str) -> contextlib.AbstractContextManager[Any]:
+        return self._session._tracer.handoff_span(source, target)
+
+
+class ReconnectHost:
+    """The session as the reconnector sees it (asyncio/reconnect.py)."""
+
+    def __init__(self, session: RealtimeSession) -> None:
+        self._session = session
+        self.emit = session._queue.put
+        self.dispatch = session._dispatch
+        self.open_connection = session._dialer.open
+        self.new_protocol = session._new_protocol
+
+    @property
+    def protocol(self) -> RealtimeProtocol:
+        return self._session._protocol
+
+    def stop_playback(self) -> None:
+        self._session._interrupter.after_connection_lost()
+
+    def connection_gone(self, failure: BaseException) -> None:
+        self._session._waiters.fail_all(failure)
+        self._session._pump.discard()
+
+    def resume_config(self) -> SessionConfig:
+        return self._session._switcher.resume_config(self._session._protocol.session)
+
+    def swap_in(self, resumed: Resumed) -> bool:
+        """Swap the resumed connection in (synchronously: nothing runs in between)."""
+        session = self._session
+        if session.state is not SessionState.RECONNECTING:  # close() came first
+            return False
+        session._protocol = resumed.protocol
+        session._translator.connection_replaced(resumed.protocol)
+        session._pump.transport = resumed.transport
+        session._url = resumed.url
+        session._pump.discard()
+        session._state = SessionState.OPEN
+        return True
+
+    def connection_replaced(self) -> None:
+        self._session._tools.connection_replaced()
+
+    def user_state(self) -> ev.UserState:
+        return self._session._translator.user_state
+
+    def history(self) -> tuple[HistoryItem, ...]:
+        return tuple(self._session.history)
+
+    @property
+    def restore_timeout_s(self) -> float:
+        return self._session._options.open_timeout_s
+
+
+class AgentHost:
+    """The session as the tool and guardrail runners see it (asyncio/tools.py,
+    asyncio/guardrails.py): a narrow face over its internals."""
+
+    def __init__(self, session: RealtimeSession) -> None:
+        self._session = session
+        self.emit = session._queue.put
+        self.flush = session._pump.flush
+
+    def send_output(self, call_id: str, output: str, item_id: str | None) -> tuple[str, str]:
+        session = self._session
+        session._require_open()
+        event = session._protocol.send_item_create(
+            function_call_output(call_id, output, id=item_id)
+        )
+        assert event.event_id is not None
+        assert event.item.id is not None
+        return event.event_id, event.item.id
+
+    def request_response(self) -> None:
+        self._session._request_response(None, "tool_response")
+
+    def is_out_of_band(self, response_id: str) -> bool:
+        return self._session._protocol.is_out_of_band(response_id)
+
+    def tool_span(self, name: str, call_id: str) -> contextlib.AbstractContextManager[Any]:
+        return self._session._tracer.tool_span(name, call_id)
+
+    async def hand_off(self, call_id: str, handoff: ResolvedHandoff, source: ResolvedAgent) -> None:
+        await self._session._switcher.hand_off(call_id, handoff, source)
+
+    def trip(self, event: ev.GuardrailTrippedEvent) -> None:
+        self._session._switcher.trip(event)

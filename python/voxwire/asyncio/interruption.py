@@ -1,0 +1,102 @@
+"""Interruptions, as the session makes them: what was heard, and the events that say so.
+
+An interruption — the user's speech (server VAD's ``input_audio_buffer.speech_started``),
+``session.interrupt()``, an output guardrail trip, a lost connection — stops playback and
+truncates each assistant item to what the listener heard. What was heard comes, in this order,
+from the application (samples it played itself), from the attached audio output's playback
+clock (exact, to the sample), or else everything received counts as heard. The protocol core
+plans and queues the truncates and deletes (``RealtimeProtocol.interrupt``); this part collects
+the played samples, tells metrics, and emits ``audio_interrupted`` per item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from voxwire.asyncio import events as ev
+from voxwire.asyncio.metrics import MetricsRecorder
+from voxwire.asyncio.translate import turn_interrupts_response
+from voxwire.audio import PlaybackSink
+from voxwire.protocol import server_events as se
+from voxwire.protocol.audio_ledger import SegmentKey
+from voxwire.protocol.client_events import ConversationItemDelete, ConversationItemTruncate
+from voxwire.protocol.protocol import RealtimeProtocol
+
+__all__ = ["Interrupter"]
+
+
+class Interrupter:
+    """Makes interruptions for one session (``protocol()`` gives the connection's core)."""
+
+    def __init__(
+        self,
+        protocol: Callable[[], RealtimeProtocol],
+        sink: PlaybackSink | None,
+        metrics: MetricsRecorder,
+        emit: Callable[[ev.SessionEvent], None],
+    ) -> None:
+        self._protocol = protocol
+        self._sink = sink
+        self._metrics = metrics
+        self._emit = emit
+
+    @property
+    def playing(self) -> bool:
+        """The audio output holds audio the listener has not heard yet."""
+        return self._sink is not None and self._sink.clock.buffered_samples > 0
+
+    def on_server_event(self, event: se.ReceivedEvent) -> None:
+        """Server VAD heard the user start speaking. If it cuts the response
+        (``interrupt_response``), the server cancels it by itself; the client stops playback and
+        truncates what was heard."""
+        if isinstance(event, se.InputAudioBufferSpeechStarted):
+            self.stop_playback()
+
+    def stop_playback(self) -> None:
+        """An interruption the server makes itself (no cancel), if anything plays or a
+        response is in progress — and, for speech, if turn detection cuts responses."""
+        protocol = self._protocol()
+        if not turn_interrupts_response(protocol.session):
+            return
+        if self.playing or protocol.responses_in_progress:
+            self.interrupt(None, cancel_response=False)
+
+    def after_connection_lost(self) -> None:
+        """The connection is gone: whatever plays stops (turn detection settings aside)."""
+        if self.playing or self._protocol().responses_in_progress:
+            self.interrupt(None, cancel_response=False)
+
+    def interrupt(
+        self, played_samples: Mapping[SegmentKey, int] | None, *, cancel_response: bool
+    ) -> None:
+        protocol = self._protocol()
+        played = self._played(protocol, played_samples)
+        in_progress_ids = list(protocol.responses_in_progress)
+        sent = protocol.interrupt(played, cancel_response=cancel_response)
+        if sent or played:
+            self._metrics.interrupted(in_progress_ids)
+        for event in sent:
+            if isinstance(event, ConversationItemTruncate):
+                self._emit(
+                    ev.AudioInterruptedEvent(
+                        item_id=event.item_id,
+                        content_index=event.content_index,
+                        played_ms=event.audio_end_ms,
+                    )
+                )
+            elif isinstance(event, ConversationItemDelete):
+                self._emit(ev.AudioInterruptedEvent(item_id=event.item_id, content_index=0))
+
+    def _played(
+        self, protocol: RealtimeProtocol, played_samples: Mapping[SegmentKey, int] | None
+    ) -> dict[SegmentKey, int]:
+        if played_samples is not None:
+            return dict(played_samples)
+        if self._sink is not None:
+            return {(r.item_id, r.content_index): r.played_samples for r in self._sink.interrupt()}
+        in_progress = set(protocol.responses_in_progress)
+        return {
+            segment.key: segment.received_samples
+            for segment in protocol.audio.segments()
+            if segment.response_id in in_progress
+        }

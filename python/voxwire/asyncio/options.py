@@ -1,0 +1,190 @@
+"""``SessionOptions``: a :class:`~voxwire.asyncio.RealtimeSession`'s constructor arguments,
+checked once and frozen.
+
+Everything here is validated at construction (bad configuration is the caller's mistake: it is
+said at once, with what to do) and nothing is opened, read from the environment or started.
+The session's parts read their settings from this one object; the arguments are documented on
+:class:`~voxwire.asyncio.RealtimeSession`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from voxwire.agents.agent import RealtimeAgent, agent_session_config
+from voxwire.agents.guardrail import DEFAULT_DEBOUNCE_CHARS, default_feedback
+from voxwire.asyncio.endpoint import ApiKeySource, build_url
+from voxwire.asyncio.reconnect import ReconnectPolicy
+from voxwire.asyncio.tools import DEFAULT_REJECTION_MESSAGE
+from voxwire.asyncio.tracing import SessionTracer, TracingSetting, tracing_setting
+from voxwire.asyncio.transport import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Connector,
+    ConnectRequest,
+    connect_websocket,
+)
+from voxwire.audio import PlaybackClock
+from voxwire.exceptions import ConfigurationError
+from voxwire.protocol.config import SessionConfig
+from voxwire.protocol.ids import CounterIds, IdFactory
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
+__all__ = ["SessionOptions"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionOptions:
+    """The arguments of :class:`~voxwire.asyncio.RealtimeSession`, validated (see there)."""
+
+    agent: RealtimeAgent | None = None
+    url: str | None = None
+    model: str | None = None
+    call_id: str | None = None
+    api_key: ApiKeySource | None = None
+    headers: Mapping[str, str] | None = None
+    fallback_urls: Sequence[str] = ()
+    config: SessionConfig | Mapping[str, Any] | None = None
+    wait_for_session_updated: bool = False
+    audio_output: PlaybackClock | None = None
+    raw_server_events: bool = False
+    max_queued_events: int = 1024
+    open_timeout_s: float = 10.0
+    close_timeout_s: float = 5.0
+    ping_interval_s: float | None = 20.0
+    ping_timeout_s: float | None = 20.0
+    max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES
+    connector: Connector | None = None
+    ids: IdFactory | None = None
+    tracing_disabled: bool = False
+    workflow_name: str | None = None
+    group_id: str | None = None
+    metadata: Mapping[str, Any] | None = None
+    tracer_provider: TracerProvider | None = None
+    clock: Callable[[], float] | None = None
+    tool_output_attempts: int = 3
+    tool_rejection_message: str = DEFAULT_REJECTION_MESSAGE
+    guardrail_debounce_chars: int | None = DEFAULT_DEBOUNCE_CHARS
+    guardrail_feedback: str | Callable[[Sequence[str]], str] = default_feedback
+    reconnect: ReconnectPolicy | None = None
+
+    # Derived, checked values (set in __post_init__).
+    primary_url: str = field(init=False)
+    urls: tuple[str, ...] = field(init=False)
+    """The primary URL, then the fallbacks: the order connections are tried in."""
+    base_config: SessionConfig = field(init=False)
+    """The session configuration every agent's is made from (tracing left out)."""
+    tracing: TracingSetting = field(init=False)
+    """``session.tracing``, sent once per server session in its first ``session.update``."""
+
+    def __post_init__(self) -> None:
+        if self.agent is not None and not isinstance(self.agent, RealtimeAgent):
+            raise ConfigurationError(f"agent={self.agent!r} is invalid: expected a RealtimeAgent")
+        self._check_endpoint()
+        self._check_output_and_timeouts()
+        if not isinstance(self.reconnect, ReconnectPolicy | None):
+            raise ConfigurationError(
+                f"reconnect={self.reconnect!r} is invalid: expected a ReconnectPolicy or None"
+            )
+        feedback = self.guardrail_feedback
+        if not (isinstance(feedback, str) or callable(feedback)):
+            raise ConfigurationError(
+                "guardrail_feedback is invalid: expected text or a function of the tripped "
+                "guardrails' names"
+            )
+        # Validated now; tracing is kept out of the base configuration later updates are made
+        # from (asyncio/tracing.py: it is sent once, in the first session.update).
+        base = agent_session_config(self.config, None)
+        tracing = tracing_setting(
+            base.tracing,
+            tracing_disabled=self.tracing_disabled,
+            workflow_name=self.workflow_name,
+            group_id=self.group_id,
+            metadata=self.metadata,
+        )
+        self._set("base_config", msgspec.structs.replace(base, tracing=msgspec.UNSET))
+        self._set("tracing", tracing)
+
+    def _set(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)  # a frozen dataclass's derived fields
+
+    def _check_endpoint(self) -> None:
+        primary = build_url(self.url, model=self.model, call_id=self.call_id)
+        fallbacks = tuple(
+            build_url(other, model=self.model, call_id=self.call_id) for other in self.fallback_urls
+        )
+        self._set("primary_url", primary)
+        self._set("urls", (primary, *fallbacks))
+        key = self.api_key
+        if key is not None and not (isinstance(key, str) or callable(key)):
+            raise ConfigurationError(
+                "api_key is invalid: expected the key as text or a function returning it"
+            )
+        headers = dict(self.headers or {})
+        for name, value in headers.items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise ConfigurationError(f"header {name!r} is invalid: names and values are text")
+        self._set("headers", headers)
+
+    def _check_output_and_timeouts(self) -> None:
+        if not isinstance(self.audio_output, PlaybackClock | None):
+            raise ConfigurationError(
+                f"audio_output={self.audio_output!r} is invalid: expected a "
+                "voxwire.audio.PlaybackClock"
+            )
+        for name, timeout in (
+            ("open_timeout_s", self.open_timeout_s),
+            ("close_timeout_s", self.close_timeout_s),
+        ):
+            if not timeout > 0:
+                raise ConfigurationError(f"{name}={timeout!r} is invalid: expected seconds > 0")
+
+    # --- what the parts use -----------------------------------------------------------------------
+
+    @property
+    def connect_with(self) -> Connector:
+        """How connections are opened (default: a websocket)."""
+        return self.connector if self.connector is not None else connect_websocket
+
+    @property
+    def uses_default_connector(self) -> bool:
+        return self.connector is None or self.connector is connect_websocket
+
+    def id_factory(self) -> IdFactory:
+        """Event and item ids: one factory for every connection's protocol core."""
+        return self.ids if self.ids is not None else CounterIds()
+
+    def connect_request(self, url: str, headers: Mapping[str, str]) -> ConnectRequest:
+        return ConnectRequest(
+            url=url,
+            headers=headers,
+            open_timeout_s=self.open_timeout_s,
+            close_timeout_s=self.close_timeout_s,
+            ping_interval_s=self.ping_interval_s,
+            ping_timeout_s=self.ping_timeout_s,
+            max_message_bytes=self.max_message_bytes,
+        )
+
+    def make_tracer(self) -> SessionTracer:
+        """The session's OpenTelemetry spans (asyncio/tracing.py)."""
+        agent = self.agent
+        return SessionTracer(
+            disabled=self.tracing_disabled,
+            tracer_provider=self.tracer_provider,
+            attributes={
+                "voxwire.agent.name": agent.name if agent is not None else None,
+                "voxwire.workflow_name": self.workflow_name,
+                "voxwire.group_id": self.group_id,
+                "voxwire.metadata": self.metadata,
+            },
+        )
+
+    def feedback_for(self, guardrails: Sequence[str]) -> str:
+        """What the model is told after output guardrails tripped."""
+        feedback = self.guardrail_feedback
+        return feedback if isinstance(feedback, str) else feedback(guardrails)

@@ -1,0 +1,240 @@
+"""Everything the application sends through a :class:`~voxwire.asyncio.RealtimeSession`:
+audio, messages and images, response requests, ``say``, cancellations and interruptions,
+session and history changes, raw client events.
+
+Each method checks the session can send, hands the event to the protocol core (which queues the
+frames and keeps the state the wire implies — a ``response.create`` goes through its response
+gate, with the request's source) and awaits the pump's flush. A mixin of ``RealtimeSession``:
+the public methods are the session's; this module only keeps ``session.py`` to its lifecycle,
+parts and pump.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Literal
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from voxwire.asyncio import events as ev
+from voxwire.asyncio.errors import SessionClosed
+from voxwire.asyncio.images import image_data_url
+from voxwire.asyncio.inputs import audio_bytes
+from voxwire.asyncio.interruption import Interrupter
+from voxwire.asyncio.lifecycle import SessionState
+from voxwire.asyncio.metrics import MetricsRecorder
+from voxwire.asyncio.pump import Pump
+from voxwire.asyncio.reconnect import SessionReconnecting
+from voxwire.exceptions import ConfigurationError, InvalidState
+from voxwire.protocol.audio_ledger import SegmentKey
+from voxwire.protocol.client_events import ClientEvent, InputAudioBufferCommit, ResponseCreateParams
+from voxwire.protocol.config import SessionConfig
+from voxwire.protocol.items import ContentPart, InputImage, InputText, Item, MessageItem
+from voxwire.protocol.protocol import RealtimeProtocol
+from voxwire.protocol.say import say_instructions
+
+__all__ = ["SessionSending"]
+
+_RESPONSE_PARAMS: Final = frozenset(f.name for f in msgspec.structs.fields(ResponseCreateParams))
+
+
+class SessionSending:
+    """The sending half of :class:`~voxwire.asyncio.RealtimeSession` (see the module docstring)."""
+
+    # Set up by RealtimeSession.
+    _state: SessionState
+    _protocol: RealtimeProtocol
+    _pump: Pump
+    _metrics: MetricsRecorder
+    _interrupter: Interrupter
+    _muted: bool
+    _muted_bytes: int
+    _describe_close: Callable[[], str]
+
+    # --- sending ----------------------------------------------------------------------------------
+
+    def _require_open(self) -> None:
+        if self._state is SessionState.OPEN:
+            return
+        if self._state is SessionState.RECONNECTING:
+            raise SessionReconnecting(
+                "the session is reconnecting after the connection was lost: wait for the "
+                "'reconnected' event and send again (or the 'close' event if it gives up)"
+            )
+        if self._state is SessionState.CLOSING:
+            raise SessionClosed("the session is closing")
+        if self._state is SessionState.CLOSED:
+            raise SessionClosed(f"the session is closed ({self._describe_close()})")
+        raise InvalidState(
+            f"the session is {self._state.value}: use 'async with session' or await "
+            "session.connect() first"
+        )
+
+    async def send_audio(
+        self, pcm: bytes | bytearray | memoryview | npt.NDArray[np.int16], *, commit: bool = False
+    ) -> None:
+        """Append audio to the server's input buffer, in the session's input format (PCM16 24 kHz
+        mono little-endian unless configured): bytes, or a 1-D numpy ``int16`` array. Dropped
+        while muted, and while the session reconnects (the new server's input buffer starts
+        empty). ``commit=True`` commits the buffer after it (turn detection off)."""
+        if self._state is SessionState.RECONNECTING:
+            audio_bytes(pcm)  # still checked: bad input is the caller's mistake either way
+            return
+        self._require_open()
+        data = audio_bytes(pcm)
+        if self._muted:
+            self._muted_bytes += len(data)
+        elif data:
+            self._protocol.send_input_audio(data)
+        if commit:
+            self._protocol.send_input_audio_commit()
+            self._metrics.committed()
+        await self._pump.flush()
+
+    async def commit_audio(self) -> None:
+        """Turn the input buffer into a user item (needed when turn detection is off)."""
+        self._require_open()
+        self._protocol.send_input_audio_commit()
+        self._metrics.committed()
+        await self._pump.flush()
+
+    async def clear_audio(self) -> None:
+        """Drop the audio in the server's input buffer."""
+        self._require_open()
+        self._protocol.send_input_audio_clear()
+        await self._pump.flush()
+
+    def mute(self, muted: bool = True) -> None:
+        """Stop (or resume) forwarding audio: ``send_audio`` drops it while muted."""
+        self._muted = bool(muted)
+
+    async def send_message(
+        self,
+        message: str | list[ContentPart] | tuple[ContentPart, ...] | Item,
+        *,
+        trigger_response: bool = True,
+    ) -> None:
+        """Add a user message (text, content parts, or any item) and, by default, ask for a
+        response. The request waits while a response is in progress and coalesces with other
+        waiting requests: the session never causes ``conversation_already_has_active_response``.
+        """
+        self._require_open()
+        if isinstance(message, str):
+            item: Item = MessageItem(role="user", content=[InputText(text=message)])
+        elif isinstance(message, list | tuple):
+            item = MessageItem(role="user", content=list(message))
+        else:
+            item = message
+        self._protocol.send_item_create(item)
+        if trigger_response:
+            self._request_response(None, "response")
+        await self._pump.flush()
+
+    async def add_image(
+        self,
+        image: str | bytes | bytearray | memoryview,
+        *,
+        detail: Literal["auto", "low", "high"] | None = None,
+        trigger_response: bool = True,
+    ) -> None:
+        """Add a user message holding one image — PNG, JPEG, WebP or GIF bytes (the type is read
+        from them), or a ``data:image/...;base64,`` URL — and, by default, ask for a response
+        (gated like :meth:`send_message`). Raises :class:`ConfigurationError` at once for
+        another type, a link instead of a data URL, or more than
+        :data:`~voxwire.asyncio.images.MAX_IMAGE_BYTES`."""
+        self._require_open()
+        part = InputImage(image_url=image_data_url(image), detail=detail)
+        await self.send_message([part], trigger_response=trigger_response)
+
+    async def create_response(self, **params: Any) -> None:
+        """Ask for a response (manual turn control), with per-response overrides — the fields
+        of :class:`~voxwire.protocol.ResponseCreateParams` (``instructions``,
+        ``output_modalities``, ``conversation="none"``, ``input``, ``metadata`` …). Gated like
+        every other request."""
+        self._require_open()
+        unknown = sorted(set(params) - _RESPONSE_PARAMS)
+        if unknown:
+            raise ConfigurationError(
+                f"create_response() got unknown parameter(s) {', '.join(unknown)}: expected "
+                + ", ".join(sorted(_RESPONSE_PARAMS))
+            )
+        try:
+            request = msgspec.convert(params, ResponseCreateParams) if params else None
+        except msgspec.ValidationError as exc:
+            raise ConfigurationError(f"create_response(): {exc}") from exc
+        self._request_response(request, "response")
+        await self._pump.flush()
+
+    async def say(self, text: str) -> None:
+        """Make the assistant speak ``text``, word for word: a ``response.create`` (gated like
+        every other request) whose instructions ask for exactly this text and no tool call
+        (:func:`voxwire.protocol.say_instructions`). Its ``speech_created`` event has source
+        ``"say"``. A model follows such instructions closely but is not bound by them; the local
+        server says the text exactly."""
+        self._require_open()
+        params = ResponseCreateParams(instructions=say_instructions(text), tool_choice="none")
+        self._request_response(params, "say")
+        await self._pump.flush()
+
+    async def cancel_response(self) -> None:
+        """Cancel the response in progress, if any (without truncating audio; see
+        :meth:`interrupt`)."""
+        self._require_open()
+        self._protocol.send_response_cancel()
+        await self._pump.flush()
+
+    async def update_session(self, config: SessionConfig | Mapping[str, Any]) -> None:
+        """Send a ``session.update`` (GA, legacy or camelCase shape). With a reconnect policy,
+        the change is made again on the new server session after a reconnection (unless the
+        server rejected it)."""
+        self._require_open()
+        self._protocol.send_session_update(config)
+        await self._pump.flush()
+
+    async def interrupt(
+        self,
+        played_samples: Mapping[SegmentKey, int] | None = None,
+        *,
+        cancel_response: bool = True,
+    ) -> None:
+        """The user interrupted: cancel the response, stop playback, and truncate each item to
+        what was heard (delete items none of which was heard).
+
+        What was heard comes from ``played_samples`` (``(item_id, content_index)`` → samples
+        played, if the application plays audio itself), else from the attached audio output;
+        with neither, everything received counts as heard.
+        """
+        self._require_open()
+        self._interrupter.interrupt(played_samples, cancel_response=cancel_response)
+        await self._pump.flush()
+
+    async def update_history(self, items: Sequence[Item]) -> None:
+        """Make the server's conversation ``items``: deletes and creates (see
+        :meth:`~voxwire.protocol.RealtimeProtocol.update_history`); ``session.history``
+        follows when the server confirms."""
+        self._require_open()
+        self._protocol.update_history(items)
+        await self._pump.flush()
+
+    async def send_raw(self, event: ClientEvent | Mapping[str, Any]) -> None:
+        """Send any client event, typed or as a mapping, through the protocol core
+        (:meth:`RealtimeProtocol.send <voxwire.protocol.RealtimeProtocol.send>`): its state
+        follows and a raw ``response.create`` is gated like the session's own; a type the SDK
+        does not know is sent as given."""
+        self._require_open()
+        try:
+            sent = self._protocol.send(event)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"send_raw(): {str(exc).removeprefix('send(): ')}") from exc
+        if isinstance(sent, InputAudioBufferCommit):
+            self._metrics.committed()
+        await self._pump.flush()
+
+    def _request_response(
+        self, params: ResponseCreateParams | None, source: ev.SpeechSource
+    ) -> None:
+        """A gated ``response.create``; the response that answers it carries ``source``
+        (``speech_created``)."""
+        self._protocol.send_response_create(params, source=source)

@@ -1,0 +1,303 @@
+"""The protocol core's state and how each received event changes it.
+
+:class:`ProtocolState` holds everything the wire implies for one connection — the server's
+session, the conversation, the audio ledger, the responses, the response gate, the item changes
+and session updates awaiting an answer — and one handler per server event type that keeps it
+(the table :data:`HANDLERS`, the way h11 keeps its transitions as data). The public face,
+:class:`~voxwire.protocol.RealtimeProtocol`, adds the I/O boundary and the sending methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import msgspec
+
+from voxwire.protocol import server_events as se
+from voxwire.protocol.audio_ledger import AudioLedger
+from voxwire.protocol.client_events import (
+    ClientEvent,
+    ConversationItemCreate,
+    ConversationItemDelete,
+    ConversationItemTruncate,
+    ResponseCreate,
+)
+from voxwire.protocol.codec import encode_event, salvage_response
+from voxwire.protocol.config import SessionConfig
+from voxwire.protocol.conversation import ConversationState
+from voxwire.protocol.gate import LostRace, ResponseGate
+from voxwire.protocol.ids import IdFactory
+from voxwire.protocol.objects import Response
+from voxwire.protocol.responses import ResponseRecords
+from voxwire.protocol.server_events import ReceivedEvent
+from voxwire.protocol.units import PCM16_24K, SampleFormat
+from voxwire.protocol.updates import SessionUpdateLog, UpdateTracker
+
+__all__ = ["HANDLERS", "ProtocolState"]
+
+_E = TypeVar("_E", bound=ClientEvent)
+
+
+class ProtocolState:
+    """The state of one connection, kept by the received events (see the module docstring)."""
+
+    def __init__(self, ids: IdFactory, update_log: SessionUpdateLog | None) -> None:
+        self._ids = ids
+        self._received: list[ReceivedEvent] = []
+        self._outgoing: list[str] = []
+        self._session: SessionConfig | None = None
+        self._conversation = ConversationState()
+        self._ledger = AudioLedger()
+        self._responses = ResponseRecords()
+        self._gate = ResponseGate()
+        # Item changes awaiting the server's answer, oldest first: event_id -> the event as sent.
+        # A create's item always has an id (send_item_create gives one).
+        self._unacked_creates: dict[str, ConversationItemCreate] = {}
+        self._unacked_deletes: dict[str, ConversationItemDelete] = {}
+        self._unacked_truncates: dict[str, ConversationItemTruncate] = {}
+        # event_ids of out-of-band response.create events awaiting their response.created.
+        self._out_of_band_creates: list[str] = []
+        self._updates = UpdateTracker()
+        self._update_log = update_log
+
+    def _apply(self, event: ReceivedEvent) -> bool:
+        """Change the state for ``event``; ``False`` when it is not to be handed out."""
+        handler = HANDLERS.get(type(event))
+        return handler is None or handler(self, event)
+
+    # --- sending helpers --------------------------------------------------------------------------
+
+    def _queue(self, event: _E) -> _E:
+        if event.event_id is None:
+            event = msgspec.structs.replace(event, event_id=self._ids("event"))
+        self._outgoing.append(encode_event(event))
+        return event
+
+    def _create_answered(self, item_id: str) -> None:
+        for event_id in [eid for eid, c in self._unacked_creates.items() if c.item.id == item_id]:
+            del self._unacked_creates[event_id]
+
+    def _release_held_create(self) -> ResponseCreate | None:
+        request = self._gate.release()
+        if request is None:
+            return None
+        event_id = self._ids("event")
+        event = self._queue(ResponseCreate(event_id=event_id, response=request.params))
+        self._gate.create_sent(event_id, request, waits_for=self._pending_item_ids())
+        return event
+
+    def _pending_item_ids(self) -> frozenset[str]:
+        return frozenset(c.item.id for c in self._unacked_creates.values() if c.item.id)
+
+    @property
+    def _sample_format(self) -> SampleFormat:
+        return self._session.output_sample_format if self._session is not None else PCM16_24K
+
+    # --- receiving (one handler per event type; False drops the event) --------------------------
+
+    def _on_session(self, event: se.SessionCreated | se.SessionUpdated) -> bool:
+        self._session = event.session
+        if isinstance(event, se.SessionUpdated):
+            record = self._updates.acknowledged()
+            if record is not None and record.origin == "agent" and self._update_log is not None:
+                self._update_log.agent_applied(record.log_mark, record.config)
+        return True
+
+    def _on_item_added(self, event: se.ConversationItemAdded | se.ConversationItemCreated) -> bool:
+        self._conversation.item_added(event.item, event.previous_item_id)
+        if event.item.id is not None:
+            self._create_answered(event.item.id)
+        return True
+
+    def _on_item_done(self, event: se.ConversationItemDone) -> bool:
+        self._conversation.item_done(event.item, event.previous_item_id)
+        return True
+
+    def _on_item_deleted(self, event: se.ConversationItemDeleted) -> bool:
+        self._conversation.item_deleted(event.item_id)
+        self._ledger.forget_item(event.item_id)
+        item_id = event.item_id
+        self._create_answered(item_id)
+        for table in (self._unacked_deletes, self._unacked_truncates):
+            for event_id in [eid for eid, e in table.items() if e.item_id == item_id]:
+                del table[event_id]
+        return True
+
+    def _on_item_truncated(self, event: se.ConversationItemTruncated) -> bool:
+        self._conversation.item_truncated(event.item_id, event.content_index, event.audio_end_ms)
+        self._ledger.truncated((event.item_id, event.content_index), event.audio_end_ms)
+        for event_id, truncate in self._unacked_truncates.items():
+            if (truncate.item_id, truncate.content_index) == (event.item_id, event.content_index):
+                del self._unacked_truncates[event_id]  # the oldest: the server answers in order
+                break
+        return True
+
+    def _on_response_created(self, event: se.ResponseCreated) -> bool:
+        response_id = event.response.id
+        if response_id is None:
+            return True
+        record = self._responses.created(response_id)
+        # GA: conversation_id is null exactly when the response was created out of band.
+        if event.response.conversation_id is None and self._out_of_band_creates:
+            self._out_of_band_creates.pop(0)
+            record.out_of_band = True
+        else:
+            record.source = self._gate.response_created(
+                response_id, unanswered_items=self._pending_item_ids()
+            )
+        return True
+
+    def _on_response_done(self, event: se.ResponseDone) -> bool:
+        if event.response.id is not None:
+            self._finish_response(event.response.id, event.response)
+        return True
+
+    def _finish_response(self, response_id: str, response: Response) -> None:
+        self._responses.done(response, response_id)
+        self._gate.response_done(response_id)
+        self._release_held_create()
+
+    def _on_output_item(
+        self, event: se.ResponseOutputItemAdded | se.ResponseOutputItemDone
+    ) -> bool:
+        self._conversation.output_item(event.item, event.response_id)
+        self._responses.output_item(event.response_id, event.item.id)
+        return True
+
+    def _dropped(self, response_id: str, item_id: str) -> bool:
+        """Deltas of an interrupted response or a deleted item are not handed out."""
+        return self._responses.is_interrupted(response_id) or self._conversation.is_deleted(item_id)
+
+    def _on_audio_delta(self, event: se.ResponseOutputAudioDelta) -> bool:
+        if self._dropped(event.response_id, event.item_id):
+            return False
+        self._ledger.received(
+            (event.item_id, event.content_index),
+            event.response_id,
+            len(event.delta),
+            self._sample_format,
+        )
+        return True
+
+    def _on_audio_done(self, event: se.ResponseOutputAudioDone) -> bool:
+        self._ledger.audio_done((event.item_id, event.content_index))
+        return True
+
+    def _on_text_delta(
+        self, event: se.ResponseOutputAudioTranscriptDelta | se.ResponseOutputTextDelta
+    ) -> bool:
+        if self._dropped(event.response_id, event.item_id):
+            return False
+        self._conversation.transcript_delta(event.item_id, event.content_index, event.delta)
+        return True
+
+    def _on_transcript_done(self, event: se.ResponseOutputAudioTranscriptDone) -> bool:
+        if not self._responses.is_interrupted(event.response_id):
+            self._conversation.transcript_done(event.item_id, event.content_index, event.transcript)
+        return True
+
+    def _on_text_done(self, event: se.ResponseOutputTextDone) -> bool:
+        if not self._responses.is_interrupted(event.response_id):
+            self._conversation.transcript_done(event.item_id, event.content_index, event.text)
+        return True
+
+    def _on_part_done(self, event: se.ResponseContentPartDone) -> bool:
+        part = event.part
+        text = part.transcript if part.transcript is not None else part.text
+        if text is not None and not self._responses.is_interrupted(event.response_id):
+            self._conversation.transcript_done(event.item_id, event.content_index, text)
+        return True
+
+    def _on_input_transcript_delta(self, event: se.InputAudioTranscriptionDelta) -> bool:
+        if event.delta:
+            self._conversation.transcript_delta(
+                event.item_id, event.content_index or 0, event.delta
+            )
+        return True
+
+    def _on_input_transcript_done(self, event: se.InputAudioTranscriptionCompleted) -> bool:
+        self._conversation.transcript_done(event.item_id, event.content_index, event.transcript)
+        return True
+
+    def _on_arguments_delta(
+        self, event: se.ResponseFunctionCallArgumentsDelta | se.ResponseMcpCallArgumentsDelta
+    ) -> bool:
+        return not self._dropped(event.response_id, event.item_id)
+
+    def _on_error(self, event: se.ErrorEvent) -> bool:
+        event_id = event.error.event_id
+        if event.error.code == "conversation_already_has_active_response":
+            lost = self._gate.lost_race(event_id)
+            if lost is not None:
+                self._race_lost(lost)
+                return False  # handled here: the application has nothing to do about it
+        self._gate.error(event_id)
+        error = event.error
+        message = error.message + (f" (param {error.param})" if error.param else "")
+        if self._updates.rejected(event_id, message) is not None and self._update_log:
+            self._update_log.rejected(event_id)
+        if event_id in self._out_of_band_creates:
+            self._out_of_band_creates.remove(event_id)
+        if event_id is not None:
+            # An item change failed: stop waiting for it.
+            create = self._unacked_creates.pop(event_id, None)
+            if create is not None:
+                assert create.item.id is not None  # send_item_create gives every item one
+                self._conversation.create_failed(create.item.id)
+            self._unacked_deletes.pop(event_id, None)
+            self._unacked_truncates.pop(event_id, None)
+        self._release_held_create()
+        return True
+
+    def _race_lost(self, lost: LostRace) -> None:
+        """Server VAD started a response just before the server read our ``response.create``,
+        which it then rejected; the response it started was taken as the answer. Ask again once
+        it is done — unless the create asked for nothing special and the winner saw every item
+        the create was for: then it is the answer."""
+        if lost.params is None and lost.winner_saw_items:
+            return
+        self._gate.requeue(lost.request)
+        self._release_held_create()
+
+    def _on_protocol_error(self, event: se.ProtocolErrorEvent) -> bool:
+        """Leave the state alone — except that a ``response.done`` too broken to read still ends
+        its response, or the gate would wait for it forever."""
+        if event.event_type == "response.done" and event.raw is not None:
+            raw_response = event.raw.get("response")
+            # Keep what can be read of it (status, usage, intact output items).
+            response = salvage_response(raw_response) if isinstance(raw_response, dict) else None
+            if response is not None and response.id is not None:
+                self._finish_response(response.id, response)
+        return True
+
+
+_Handler = Callable[[ProtocolState, Any], bool]
+
+#: Server event type -> handler. Types not listed change no state and are handed out as they are.
+HANDLERS: dict[type, _Handler] = {
+    se.SessionCreated: ProtocolState._on_session,
+    se.SessionUpdated: ProtocolState._on_session,
+    se.ConversationItemAdded: ProtocolState._on_item_added,
+    se.ConversationItemCreated: ProtocolState._on_item_added,
+    se.ConversationItemDone: ProtocolState._on_item_done,
+    se.ConversationItemDeleted: ProtocolState._on_item_deleted,
+    se.ConversationItemTruncated: ProtocolState._on_item_truncated,
+    se.ResponseCreated: ProtocolState._on_response_created,
+    se.ResponseDone: ProtocolState._on_response_done,
+    se.ResponseOutputItemAdded: ProtocolState._on_output_item,
+    se.ResponseOutputItemDone: ProtocolState._on_output_item,
+    se.ResponseOutputAudioDelta: ProtocolState._on_audio_delta,
+    se.ResponseOutputAudioDone: ProtocolState._on_audio_done,
+    se.ResponseOutputAudioTranscriptDelta: ProtocolState._on_text_delta,
+    se.ResponseOutputTextDelta: ProtocolState._on_text_delta,
+    se.ResponseOutputAudioTranscriptDone: ProtocolState._on_transcript_done,
+    se.ResponseOutputTextDone: ProtocolState._on_text_done,
+    se.ResponseContentPartDone: ProtocolState._on_part_done,
+    se.InputAudioTranscriptionDelta: ProtocolState._on_input_transcript_delta,
+    se.InputAudioTranscriptionCompleted: ProtocolState._on_input_transcript_done,
+    se.ResponseFunctionCallArgumentsDelta: ProtocolState._on_arguments_delta,
+    se.ResponseMcpCallArgumentsDelta: ProtocolState._on_arguments_delta,
+    se.ErrorEvent: ProtocolState._on_error,
+    se.ProtocolErrorEvent: ProtocolState._on_protocol_error,
+}
