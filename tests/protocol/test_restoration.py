@@ -91,3 +91,80 @@ def test_the_plan_keeps_the_order_and_the_predecessors_the_new_server_has() -> N
     assert all(c.event_id is None for c in plan)
     assert plan[0].item == unacknowledged[0].item
     assert items_to_resend([], restored) == ()
+
+
+# --- what of a conversation can be recreated ------------------------------------------------------
+
+
+def test_restoration_keeps_text_turns_audio_into_its_transcript_and_skips_the_rest() -> None:
+    from voxwire.protocol import RealtimeProtocol
+    from voxwire.protocol.restoration import restoration_items
+
+    from .scenario import ScriptedServer, feed
+
+    server = ScriptedServer()
+    protocol = RealtimeProtocol()
+    audio_in = {"type": "input_audio", "transcript": None}
+    out_audio = {"type": "output_audio", "transcript": "Hello there."}
+    image = {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}
+    frames = [
+        server.item_added("text", None, content=[{"type": "input_text", "text": "hi"}, image]),
+        server.item_added("spoken", "text", content=[audio_in]),
+        server.item_added("silent", "spoken", content=[{"type": "input_audio"}]),
+        server.item_added("said", "silent", role="assistant", content=[out_audio]),
+        server.item_added("cut", "said", role="assistant", content=[dict(out_audio)]),
+        server.item_added(
+            "written", "cut", role="assistant", content=[{"type": "output_text", "text": "ok"}]
+        ),
+        server.item_added("odd", "written", content=[{"type": "output_text", "text": "?"}]),
+        server.frame(
+            "conversation.item.added",
+            previous_item_id="odd",
+            item={
+                "id": "call",
+                "type": "function_call",
+                "name": "f",
+                "call_id": "c1",
+                "arguments": "{}",
+                "status": "completed",
+            },
+        ),
+        server.frame(
+            "conversation.item.added",
+            previous_item_id="call",
+            item={
+                "id": "half",
+                "type": "function_call",
+                "name": "f",
+                "call_id": "c2",
+                "arguments": "{",
+                "status": "in_progress",
+            },
+        ),
+        server.frame(
+            "conversation.item.added",
+            previous_item_id="half",
+            item={"id": "out", "type": "function_call_output", "call_id": "c1", "output": ""},
+        ),
+        server.frame(
+            "conversation.item.added",
+            previous_item_id="out",
+            item={"id": "mcp", "type": "mcp_list_tools", "server_label": "s", "tools": []},
+        ),
+        server.frame(
+            "conversation.item.input_audio_transcription.completed",
+            item_id="spoken",
+            content_index=0,
+            transcript="what time is it",
+        ),
+        server.truncated("cut", 100),
+    ]
+    feed(protocol, *frames)
+    items, skipped = restoration_items(protocol.conversation)
+    restored = {item.id: item for item in items}
+    assert list(restored) == ["text", "spoken", "said", "written", "call", "out"]
+    assert skipped == ("silent", "cut", "odd", "half", "mcp")
+    assert [p.type for p in restored["text"].content] == ["input_text", "input_image"]  # type: ignore[union-attr]
+    assert restored["spoken"].content[0].text == "what time is it"  # type: ignore[union-attr]
+    assert restored["said"].content[0].text == "Hello there."  # type: ignore[union-attr]
+    assert restored["out"].output == ""  # type: ignore[union-attr]  # empty is a value

@@ -84,8 +84,7 @@ def restoration_items(
     items: list[Item] = []
     skipped: list[str] = []
     for item in conversation.items():
-        if item.id is None:
-            continue
+        assert item.id is not None  # the conversation keeps items by id only
         restored = _restorable(conversation, item, lost_responses)
         if restored is None:
             skipped.append(item.id)
