@@ -13,7 +13,6 @@ a repr (websockets' debug log of request headers goes through a redacting filter
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Protocol
@@ -29,6 +28,7 @@ from websockets.exceptions import (
 
 from voxwire._core import __version__
 from voxwire.asyncio.errors import ConnectionFailed
+from voxwire.logs import SECRET_HEADERS, redacted_logger
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -43,8 +43,6 @@ __all__ = [
 #: Large enough for ``conversation.item.retrieved`` of an item holding the longest input audio
 #: the service accepts (15 MiB of audio is ~20 MiB of base64).
 DEFAULT_MAX_MESSAGE_BYTES: Final = 32 * 1024 * 1024
-
-_SECRET_HEADERS: Final = frozenset({"authorization", "api-key", "sec-websocket-protocol"})
 
 
 class TransportClosed(Exception):
@@ -89,7 +87,7 @@ class ConnectRequest:
 
     def __repr__(self) -> str:
         shown = {
-            key: "[redacted]" if key.lower() in _SECRET_HEADERS else value
+            key: "[redacted]" if key.lower() in SECRET_HEADERS else value
             for key, value in self.headers.items()
         }
         return f"ConnectRequest(url={self.url!r}, headers={shown!r})"
@@ -99,23 +97,7 @@ class ConnectRequest:
 Connector = Callable[[ConnectRequest], Awaitable[Transport]]
 
 
-class _RedactSecrets(logging.Filter):
-    """websockets logs each request header as ``("> %s: %s", name, value)`` at debug level."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args
-        if (
-            isinstance(args, tuple)
-            and len(args) == 2
-            and isinstance(args[0], str)
-            and args[0].lower() in _SECRET_HEADERS
-        ):
-            record.args = (args[0], "[redacted]")
-        return True
-
-
-_wire_log = logging.getLogger("voxwire.asyncio.websockets")
-_wire_log.addFilter(_RedactSecrets())
+_wire_log = redacted_logger("voxwire.asyncio.websockets")
 
 
 class WebSocketTransport:
