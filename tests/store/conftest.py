@@ -14,10 +14,12 @@ import glob
 import os
 import pwd
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,6 +140,18 @@ class Backend:
         from voxwire.store.postgres import PostgresStore
 
         return await PostgresStore.open(self.target, schema=self.schema, **options)
+
+    def execute(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run one SQL statement straight on the database (autocommit), as an operator would."""
+        if self.name == "sqlite":
+            with closing(sqlite3.connect(self.target, isolation_level=None)) as connection:
+                return connection.execute(sql).fetchall()
+        import psycopg
+
+        with psycopg.connect(self.target, autocommit=True) as connection:
+            connection.execute(f'SET search_path TO "{self.schema}"')
+            cursor = connection.execute(sql)
+            return cursor.fetchall() if cursor.description is not None else []
 
     def argv(self) -> list[str]:
         """Command-line arguments naming this store, for the writer processes (writer.py)."""
