@@ -89,7 +89,8 @@ class ConversationRecorder:
         self._created_at = created_at
         self._audio_policy = audio if audio is not None else AudioPolicy()
         self._order: list[str] = []
-        self._items: dict[str, StoredItem] = {}
+        self._items: dict[str, StoredItem] = {}  # the conversation as known now
+        self._written: dict[str, StoredItem] = {}  # as last written (deltas are not)
         self._response_of: dict[str, str] = {}
         self._early_transcripts: dict[_Key, str] = {}
         self._audio: dict[str, dict[int, bytearray]] = {}
@@ -111,6 +112,9 @@ class ConversationRecorder:
             se.ResponseOutputTextDone: self._on_transcript_done,
             se.ResponseContentPartDone: self._on_transcript_done,
             se.InputAudioTranscriptionCompleted: self._on_transcript_done,
+            se.ResponseOutputAudioTranscriptDelta: self._on_transcript_delta,
+            se.ResponseOutputTextDelta: self._on_transcript_delta,
+            se.InputAudioTranscriptionDelta: self._on_transcript_delta,
             se.ResponseOutputAudioDelta: self._on_audio_delta,
             se.ResponseOutputAudioDone: self._on_audio_done,
             se.ResponseDone: self._on_response_done,
@@ -124,7 +128,7 @@ class ConversationRecorder:
         recorder = cls(snapshot.conversation_id, snapshot.created_at, audio=audio)
         for item in snapshot.items:
             recorder._order.append(item.id)
-            recorder._items[item.id] = item
+            recorder._items[item.id] = recorder._written[item.id] = item
             if item.response_id is not None:
                 recorder._response_of[item.id] = item.response_id
             if item.origin == "sdk" and item.call_id is not None:
@@ -234,6 +238,7 @@ class ConversationRecorder:
     def _on_item_deleted(self, event: se.ConversationItemDeleted) -> list[StoreOp]:
         item_id = event.item_id
         self._audio.pop(item_id, None)
+        self._written.pop(item_id, None)
         if self._items.pop(item_id, None) is None:
             return []
         self._order.remove(item_id)
@@ -275,6 +280,21 @@ class ConversationRecorder:
             return []  # the server removed the transcript of truncated audio
         transcripts = {**stored.transcripts, event.content_index: text}
         return self._put(msgspec.structs.replace(stored, transcripts=transcripts))
+
+    def _on_transcript_delta(
+        self,
+        event: se.ResponseOutputAudioTranscriptDelta
+        | se.ResponseOutputTextDelta
+        | se.InputAudioTranscriptionDelta,
+    ) -> list[StoreOp]:
+        # Kept in memory and written with the item's next write: a delta is in flight.
+        stored = self._items.get(event.item_id)
+        index = event.content_index or 0
+        if stored is None or not event.delta or index in stored.truncated_ms:
+            return []
+        transcripts = {**stored.transcripts, index: stored.transcripts.get(index, "") + event.delta}
+        self._items[event.item_id] = msgspec.structs.replace(stored, transcripts=transcripts)
+        return []
 
     def _on_audio_delta(self, event: se.ResponseOutputAudioDelta) -> list[StoreOp]:
         if self._audio_policy.record:
@@ -337,7 +357,6 @@ class ConversationRecorder:
             response_id=self._response_of.get(item_id),
             origin=self._origin(item),
         )
-        self._items[item_id] = stored  # so that _put sees a change only if audio was added
         return ops + self._put(stored, force=True)
 
     def _position_at(self, index: int) -> tuple[list[StoreOp], int]:
@@ -359,9 +378,11 @@ class ConversationRecorder:
         for rank, item_id in enumerate(self._order):
             if item_id in self._items:
                 positions[item_id] = rank * POSITION_GAP
-                self._items[item_id] = msgspec.structs.replace(
-                    self._items[item_id], position=rank * POSITION_GAP
-                )
+                for table in (self._items, self._written):
+                    if item_id in table:
+                        table[item_id] = msgspec.structs.replace(
+                            table[item_id], position=rank * POSITION_GAP
+                        )
         return [MoveItems(positions=positions)], index * POSITION_GAP
 
     def _origin(self, item: Item) -> Origin:
@@ -389,9 +410,10 @@ class ConversationRecorder:
         if collected:
             audio = {**stored.audio, **{index: bytes(pcm) for index, pcm in collected.items()}}
             stored = msgspec.structs.replace(stored, audio=audio)
-        if not force and self._items.get(stored.id) == stored:
-            return []
         self._items[stored.id] = stored
+        if not force and self._written.get(stored.id) == stored:
+            return []
+        self._written[stored.id] = stored
         return [PutItem(item=stored)]
 
     def _wire(self, item: Item, raw: dict[str, Any]) -> dict[str, Any]:
