@@ -58,6 +58,14 @@ RULES: dict[str, dict[str, set[str]]] = {
         "third_party": {"websockets", "numpy", "msgspec", "opentelemetry"},
         "no_stdlib": set(),
     },
+    "store": {
+        # Persistence sits beside asyncio/: the session plugs it in, it never imports the
+        # session. psycopg / psycopg_pool: the PostgreSQL driver (the postgres extra, imported
+        # only by store/postgres.py).
+        "voxwire": {"voxwire.store", "voxwire.protocol", "voxwire.exceptions"},
+        "third_party": {"msgspec", "psycopg", "psycopg_pool"},
+        "no_stdlib": set(),
+    },
     "server": {
         "voxwire": {
             "voxwire.server",

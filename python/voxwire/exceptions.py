@@ -7,7 +7,11 @@
      │    └── HistoryError       a desired conversation history that cannot be reached
      ├── InvalidState            an operation that the current state does not allow
      │    └── SessionClosed      the session is closed (or closed while the call waited)
-     └── ConnectionFailed        a connection could not be opened (also a ConnectionError)
+     ├── ConnectionFailed        a connection could not be opened (also a ConnectionError)
+     └── StoreError              a conversation store cannot do what was asked
+          ├── StoreVersionError  a store or snapshot written by a newer voxwire
+          ├── ConversationNotFound   no conversation with that id (also a LookupError)
+          └── ConversationExists     a conversation with that id is already stored
 
 Misbehaviour of a peer after a connection is open is never raised: the session turns it into an
 ``error`` event, and the end of the connection into a ``close`` event.
@@ -44,3 +48,20 @@ class SessionClosed(InvalidState):
 class ConnectionFailed(VoxwireError, ConnectionError):
     """Opening the connection failed (refused, handshake rejected, timed out); the message says
     which endpoint and why, and ``__cause__`` holds the underlying error."""
+
+
+class StoreError(VoxwireError):
+    """A conversation store (``voxwire.store``) cannot do what was asked; the message says why."""
+
+
+class StoreVersionError(StoreError):
+    """A store or snapshot was written by a newer voxwire than this one; the message names both
+    versions and what to do."""
+
+
+class ConversationNotFound(StoreError, LookupError):
+    """No conversation with this id in the store."""
+
+
+class ConversationExists(StoreError):
+    """A conversation with this id is already in the store."""
