@@ -53,6 +53,7 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.audio",
             "voxwire._core",
             "voxwire.exceptions",
+            "voxwire.logs",
         },
         # opentelemetry: optional client spans (asyncio/tracing.py imports it when installed).
         "third_party": {"websockets", "numpy", "msgspec", "opentelemetry"},
