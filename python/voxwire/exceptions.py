@@ -7,7 +7,8 @@
      │    └── HistoryError       a desired conversation history that cannot be reached
      ├── InvalidState            an operation that the current state does not allow
      │    └── SessionClosed      the session is closed (or closed while the call waited)
-     └── ConnectionFailed        a connection could not be opened (also a ConnectionError)
+     ├── ConnectionFailed        a connection could not be opened (also a ConnectionError)
+     └── AudioDeviceError        no such audio device, or sounddevice / PortAudio not installed
 
 Misbehaviour of a peer after a connection is open is never raised: the session turns it into an
 ``error`` event, and the end of the connection into a ``close`` event.
@@ -44,3 +45,9 @@ class SessionClosed(InvalidState):
 class ConnectionFailed(VoxwireError, ConnectionError):
     """Opening the connection failed (refused, handshake rejected, timed out); the message says
     which endpoint and why, and ``__cause__`` holds the underlying error."""
+
+
+class AudioDeviceError(VoxwireError):
+    """An audio device cannot be used: sounddevice or the PortAudio library is not installed, no
+    device matches the name or index given (the message lists those available), or the device
+    refused the stream parameters."""
