@@ -253,9 +253,10 @@ class WavFileOutput(MemoryOutput):
         super().__init__(rate_hz, **options)
         self.path = Path(path)
         try:
-            self._wav: wave.Wave_write | None = wave.open(str(self.path), "wb")  # noqa: SIM115
+            self._file = open(self.path, "wb")  # noqa: SIM115 - closed by close()
         except OSError as e:
             raise ConfigurationError(f"{path}: cannot be written: {e.strerror or e}") from e
+        self._wav: wave.Wave_write | None = wave.open(self._file, "wb")  # noqa: SIM115
         self._wav.setnchannels(1)
         self._wav.setsampwidth(2)
         self._wav.setframerate(self.rate_hz)
@@ -271,6 +272,7 @@ class WavFileOutput(MemoryOutput):
             if self._wav is not None:
                 self._wav.close()
                 self._wav = None
+                self._file.close()
 
     def _emit(self, pcm: npt.NDArray[np.int16]) -> None:
         if self._wav is None:
