@@ -3,6 +3,8 @@ device-rate resampling, G.711, first-sample timings. Real Rust ring, clock and r
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -214,3 +216,21 @@ def test_bad_speaker_parameters_and_formats() -> None:
         AudioOutput().push("a", 0, b"\0\0", format="audio/opus")
     with pytest.raises(ConfigurationError, match="n_periods=-1 is invalid"):
         MemoryOutput().advance(-1)
+
+
+def test_interrupt_from_another_thread_while_the_speaker_runs_in_real_time() -> None:
+    speaker = MemoryOutput(24_000, period_ms=10, latency_ms=20, prebuffer_ms=20)
+    out = speaker.output
+    push_in_deltas(out, "a", const(1234, 2000))
+    speaker.start()
+    try:
+        time.sleep(0.25)
+        (report,) = out.interrupt()  # this thread is the producer; the speaker thread pulls
+        time.sleep(0.1)
+    finally:
+        speaker.stop()
+    heard_in_total = int(np.count_nonzero(speaker.played() == 1234))
+    assert report.started
+    # What had been heard at the interrupt, plus at most the device buffer and the period in
+    # flight, which still play out; never less than reported.
+    assert report.played_samples <= heard_in_total <= report.played_samples + (20 + 10) * 24
