@@ -37,7 +37,7 @@ RULES: dict[str, dict[str, set[str]]] = {
     },
     "audio": {
         "voxwire": {"voxwire._core", "voxwire.audio", "voxwire.exceptions"},
-        "third_party": {"numpy", "sounddevice"},
+        "third_party": {"numpy", "sounddevice", "webrtcvad"},  # webrtcvad: local barge-in
         "no_stdlib": {"asyncio", "socket"},
     },
     "agents": {

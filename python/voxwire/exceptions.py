@@ -8,6 +8,7 @@
      ├── InvalidState            an operation that the current state does not allow
      │    └── SessionClosed      the session is closed (or closed while the call waited)
      ├── ConnectionFailed        a connection could not be opened (also a ConnectionError)
+     ├── AudioDeviceError        no such audio device, or sounddevice / PortAudio not installed
      └── StoreError              a conversation store cannot do what was asked
           ├── StoreVersionError  a store or snapshot written by a newer voxwire
           ├── ConversationNotFound   no conversation with that id (also a LookupError)
@@ -65,3 +66,9 @@ class ConversationNotFound(StoreError, LookupError):
 
 class ConversationExists(StoreError):
     """A conversation with this id is already in the store."""
+
+
+class AudioDeviceError(VoxwireError):
+    """An audio device cannot be used: sounddevice or the PortAudio library is not installed, no
+    device matches the name or index given (the message lists those available), or the device
+    refused the stream parameters."""

@@ -10,6 +10,14 @@
 * :class:`PlaybackSink` — the output path: assistant audio deltas (G.711 decoded, resampled)
   into a playback clock
 * :mod:`voxwire.audio.g711` — G.711 µ-law / A-law encode and decode
+* :class:`AudioInput` — source audio (any rate, channels, int16/float32) to fixed frames of the
+  session's input format; :class:`BargeInDetector` — local "user started speaking" with an echo gate
+* :class:`AudioOutput` — ring + clock + sink at the device rate, pulled by a device: prebuffer,
+  fade-out, underruns, output latency, first-sample timings (docs/audio-io.md)
+* :class:`MemoryInput` / :class:`WavFileInput`, :class:`MemoryOutput` / :class:`WavFileOutput` —
+  sources and virtual speakers without a sound card (real time or stepped)
+* :class:`SoundDeviceInput` / :class:`SoundDeviceOutput` — microphone and speaker through
+  sounddevice (``pip install 'voxwire[devices]'``)
 
 Every function here accepts PCM16 as ``bytes``, ``bytearray``, ``memoryview`` or a 1-D numpy
 ``int16`` array, and returns numpy ``int16`` arrays.
@@ -17,17 +25,33 @@ Every function here accepts PCM16 as ``bytes``, ``bytearray``, ``memoryview`` or
 
 from voxwire._core import ItemPlayback, PcmRing, PlaybackClock, Resampler, resampler_kernel, to_mono
 from voxwire.audio import g711
+from voxwire.audio.bargein import BargeInDetector
+from voxwire.audio.devices import SoundDeviceInput, SoundDeviceOutput, list_devices
+from voxwire.audio.input import AudioInput
+from voxwire.audio.output import AudioOutput, ItemTiming
 from voxwire.audio.sink import PlaybackSink
+from voxwire.audio.virtual import MemoryInput, MemoryOutput, WavFileInput, WavFileOutput
 from voxwire.audio.wav import WavAudio, read_wav, write_wav
 
 __all__ = [
+    "AudioInput",
+    "AudioOutput",
+    "BargeInDetector",
     "ItemPlayback",
+    "ItemTiming",
+    "MemoryInput",
+    "MemoryOutput",
     "PcmRing",
     "PlaybackClock",
     "PlaybackSink",
     "Resampler",
+    "SoundDeviceInput",
+    "SoundDeviceOutput",
     "WavAudio",
+    "WavFileInput",
+    "WavFileOutput",
     "g711",
+    "list_devices",
     "read_wav",
     "resampler_kernel",
     "to_mono",

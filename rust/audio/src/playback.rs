@@ -28,7 +28,13 @@
 //! played_ms      = floor(played_samples * 1000 / item_rate_hz)
 //! ```
 //!
-//! Both round down, so a truncation never claims audio that was not heard. When the two rates are
+//! Both round down, so a truncation never claims audio that was not heard.
+//!
+//! ## Heard, not just handed over
+//!
+//! Played lengths are measured at the ring's *heard* position ([`Producer::heard_samples`]): the
+//! consumed position, or less when the consumer reports that the last samples it took are still
+//! in the device's buffer ([`Consumer::report_heard`](crate::ring::Consumer::report_heard)). When the two rates are
 //! equal (a 24 kHz device, or G.711 at 8 kHz end to end) this is exact to the sample. With
 //! resampling it is exact up to the resampler's group delay, which the clock does not model.
 //!
@@ -163,13 +169,13 @@ impl PlaybackClock {
     /// track it (never pushed, or forgotten by [`interrupt`](Self::interrupt) /
     /// [`drop_finished`](Self::drop_finished)).
     pub fn played(&self, item_id: &str, content_index: u32) -> Option<ItemPlayback> {
-        self.report(item_id, content_index, self.producer.consumed_samples())
+        self.report(item_id, content_index, self.producer.heard_samples())
     }
 
     /// A report for every tracked item, in queue order.
     pub fn items(&self) -> Vec<ItemPlayback> {
-        let consumed = self.producer.consumed_samples();
-        self.reports(consumed, |_, _| true)
+        let heard = self.producer.heard_samples();
+        self.reports(heard, |_, _| true)
     }
 
     /// Drop all audio not yet played and forget every segment; returns a report for each item
@@ -184,8 +190,11 @@ impl PlaybackClock {
     /// thread (see [`Producer::discard_unread`]).
     pub fn interrupt(&mut self) -> Vec<ItemPlayback> {
         let consumed = self.producer.discard_unread().consumed_samples;
+        // Audio handed to the device but not heard yet counts as cut: the report is what the
+        // listener had heard when the interruption happened.
+        let heard = self.producer.heard_samples().min(consumed);
         let last = self.segments.len().saturating_sub(1);
-        let reports = self.reports(consumed, |i, seg| i == last || consumed < seg.end());
+        let reports = self.reports(heard, |i, seg| i == last || heard < seg.end());
         self.segments.clear();
         reports
     }
@@ -193,9 +202,9 @@ impl PlaybackClock {
     /// Forget segments that have been played to the end and cannot grow any more (another
     /// segment follows them); returns how many were dropped.
     pub fn drop_finished(&mut self) -> usize {
-        let consumed = self.producer.consumed_samples();
+        let heard = self.producer.heard_samples();
         let mut dropped = 0;
-        while self.segments.len() > 1 && self.segments[0].end() <= consumed {
+        while self.segments.len() > 1 && self.segments[0].end() <= heard {
             self.segments.pop_front();
             dropped += 1;
         }
@@ -356,5 +365,27 @@ mod tests {
         // "b" is fully played but is the last segment: it may still grow, so it stays.
         assert_eq!(clk.drop_finished(), 0);
         assert_eq!(clk.played("b", 0).unwrap().played_samples, 8);
+    }
+
+    #[test]
+    fn reports_follow_the_heard_position_when_the_consumer_reports_one() {
+        let (mut clk, mut c) = clock(100, 8_000);
+        clk.push("a", 0, hz(8_000), Pcm::Samples(&[1; 10]));
+        clk.push("b", 0, hz(8_000), Pcm::Samples(&[2; 10]));
+        assert_eq!(c.pop(&mut [0; 15]), 15);
+        assert_eq!(clk.played("a", 0).unwrap().played_samples, 10);
+        // 7 of the 15 consumed samples are still in the device buffer.
+        c.report_heard(8);
+        assert_eq!(clk.played("a", 0).unwrap().played_samples, 8);
+        assert_eq!(clk.played("b", 0).unwrap().played_samples, 0);
+        assert_eq!(clk.drop_finished(), 0);
+        // A smaller position is ignored; a larger one than consumed is capped at consumed.
+        c.report_heard(3);
+        assert_eq!(clk.producer().heard_samples(), 8);
+        let got = clk.interrupt();
+        let played: Vec<_> = got.iter().map(|r| (r.item_id.as_str(), r.played_samples)).collect();
+        assert_eq!(played, vec![("a", 8), ("b", 0)]);
+        c.report_heard(1_000);
+        assert_eq!(clk.producer().heard_samples(), 20);
     }
 }

@@ -39,6 +39,15 @@
 //!   producer overwrite slots the consumer is still copying from. The space a discard frees
 //!   becomes writable once the consumer next runs (any [`Consumer::pop`], even an empty one).
 //!
+//! ## What the listener has heard
+//!
+//! A sample handed to an audio device is not heard at once: it sits in the device's buffer for
+//! the output latency. A consumer that knows this can report, with [`Consumer::report_heard`],
+//! the ring position up to which the listener has really heard (at most what it consumed). The
+//! position is kept as `heard + 1` in one atomic that only grows (`fetch_max`), 0 meaning "never
+//! reported": then the heard position is the consumed one. The playback clock reads it
+//! ([`Producer::heard_samples`]), so truncation points exclude audio still in the device buffer.
+//!
 //! ## Memory ordering
 //!
 //! The producer writes samples, then publishes `tail` with `Release`; the consumer loads `tail`
@@ -68,6 +77,7 @@ pub fn channel(capacity_samples: usize) -> Result<(Producer, Consumer), ConfigEr
             head: AtomicU64::new(0),
             released: AtomicU64::new(0),
             underrun: AtomicU64::new(0),
+            heard_plus_one: AtomicU64::new(0),
         }),
         producer: CachePadded(ProducerSide {
             tail: AtomicU64::new(0),
@@ -183,6 +193,13 @@ impl Producer {
         self.shared.consumer.head.load(Ordering::Acquire)
     }
 
+    /// Total samples the listener has heard: the position last given to
+    /// [`Consumer::report_heard`], capped by [`consumed_samples`](Self::consumed_samples); the
+    /// consumed position itself if the consumer never reported one.
+    pub fn heard_samples(&self) -> u64 {
+        self.shared.heard_samples()
+    }
+
     /// Capacity in samples.
     pub fn capacity(&self) -> usize {
         self.shared.capacity as usize
@@ -268,6 +285,14 @@ impl Consumer {
         dropped as usize
     }
 
+    /// Report that the listener has heard the ring's samples up to `position` (a total count,
+    /// like [`consumed_samples`](Self::consumed_samples)): what was handed to the device minus
+    /// what is still in its buffer. Positions only move forward; a smaller value than one
+    /// reported before is ignored, and the position is read capped by the consumed one.
+    pub fn report_heard(&mut self, position: u64) {
+        self.shared.consumer.heard_plus_one.fetch_max(position.saturating_add(1), Ordering::AcqRel);
+    }
+
     /// Samples queued and ready to pop.
     pub fn readable(&self) -> usize {
         let s = &*self.shared;
@@ -325,6 +350,11 @@ impl RingMonitor {
         self.shared.consumer.head.load(Ordering::Acquire)
     }
 
+    /// See [`Producer::heard_samples`].
+    pub fn heard_samples(&self) -> u64 {
+        self.shared.heard_samples()
+    }
+
     /// Samples refused by [`Producer::push`] because the ring was full.
     pub fn overrun_samples(&self) -> u64 {
         self.shared.producer.overrun.load(Ordering::Relaxed)
@@ -359,6 +389,8 @@ struct ConsumerSide {
     head: AtomicU64,
     released: AtomicU64,
     underrun: AtomicU64,
+    /// Heard position + 1 reported by the consumer; 0 while it never reported one.
+    heard_plus_one: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -393,6 +425,14 @@ impl std::fmt::Debug for Shared {
 unsafe impl Sync for Shared {}
 
 impl Shared {
+    fn heard_samples(&self) -> u64 {
+        let consumed = self.consumer.head.load(Ordering::Acquire);
+        match self.consumer.heard_plus_one.load(Ordering::Acquire) {
+            0 => consumed,
+            h => (h - 1).min(consumed),
+        }
+    }
+
     /// Slots of positions `pos .. pos + n` as (up to) two runs: to the end of the storage, then
     /// from its start.
     fn split(&self, pos: u64, n: usize) -> (usize, usize, usize) {

@@ -167,6 +167,25 @@ impl PcmRing {
         Ok(py.detach(|| lock(&halves.consumer).clear()))
     }
 
+    /// Consumer side: the listener has heard the ring's samples up to ``position`` (a total
+    /// count like ``consumed_samples``): what was handed to the device minus what is still in
+    /// its buffer. The playback clock reports played lengths at this position. Positions only
+    /// move forward (a smaller one is ignored) and are capped by ``consumed_samples``.
+    fn report_heard(&self, py: Python<'_>, position: &Bound<'_, PyAny>) -> PyResult<()> {
+        let v = int_arg(position, "position", ">= 0")?;
+        let pos = u64::try_from(v).map_err(|_| errors::out_of_range("position", v, ">= 0"))?;
+        let halves = &*self.halves;
+        py.detach(|| lock(&halves.consumer).report_heard(pos));
+        Ok(())
+    }
+
+    /// Total samples heard: the position last given to ``report_heard`` capped by
+    /// ``consumed_samples``, or ``consumed_samples`` if none was reported.
+    #[getter]
+    fn heard_samples(&self) -> u64 {
+        self.halves.monitor.heard_samples()
+    }
+
     /// Capacity in samples.
     #[getter]
     fn capacity_samples(&self) -> usize {

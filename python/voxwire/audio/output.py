@@ -1,0 +1,286 @@
+"""The output pipeline: assistant audio into a ring at the device rate, pulled by a device.
+
+Two sides, two threads:
+
+* the **producer** (the session): :meth:`AudioOutput.push` each delta of an assistant content
+  part, :meth:`AudioOutput.end` when the part is complete, :meth:`AudioOutput.interrupt` to cut.
+  Deltas are decoded (G.711) and resampled to the device rate by a :class:`PlaybackSink`, so the
+  ring, the :class:`PlaybackClock` and the device all count the same samples;
+* the **consumer** (the device's thread): :meth:`AudioOutput.pull_into` fills each device buffer.
+  It holds playback back until ``prebuffer_ms`` is queued (absorbing network jitter), fades out
+  over ``fade_ms`` whenever the audio stops (ring dry, or interrupted) instead of stepping to
+  zero, counts underruns, and tells the ring how far the listener has *heard*: what it handed to
+  the device minus the device's output latency. The clock reports played lengths at that
+  position, so ``clock.interrupt()`` gives truncation points that exclude audio still sitting in
+  the device buffer (docs/audio-io.md).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from voxwire._core import ItemPlayback, PcmRing, PlaybackClock
+from voxwire.audio._pcm import check_positive_ms, check_rate, format_rate_hz, ms_to_samples
+from voxwire.audio.sink import PlaybackSink, SegmentKey
+from voxwire.exceptions import ConfigurationError
+
+__all__ = ["AudioOutput", "ItemTiming"]
+
+
+@dataclass
+class ItemTiming:
+    """When a content part's first delta arrived and when its first sample was heard
+    (``now()`` seconds; ``first_sample_at`` is ``None`` until it plays)."""
+
+    item_id: str
+    content_index: int
+    first_delta_at: float
+    first_sample_at: float | None = None
+
+    @property
+    def first_sample_delay_ms(self) -> float | None:
+        """First delta received -> first sample heard, in ms."""
+        if self.first_sample_at is None:
+            return None
+        return (self.first_sample_at - self.first_delta_at) * 1000
+
+
+@dataclass(frozen=True)
+class _Pull:
+    device_start: int  # device position of the pull's first sample
+    ring_start: int  # ring position of its first ring sample
+    ring_count: int  # ring samples at the front of the pull; the rest is fade or silence
+
+
+class AudioOutput:
+    """Ring + playback clock + sink at ``device_rate_hz``, pulled by a device.
+
+    ``capacity_ms``: ring size (audio arrives faster than real time; size it for the longest
+    reply). ``prebuffer_ms``: audio queued before playback starts or resumes after running dry
+    (it also starts once a part has ended, or after waiting ``prebuffer_ms`` of device time).
+    ``fade_ms``: length of the fade-out when audio stops. ``output_latency_ms``: the device's
+    output latency (devices set it with :meth:`set_output_latency`). ``now``: the clock for
+    :class:`ItemTiming` (``time.monotonic`` by default; virtual outputs pass their own).
+    """
+
+    def __init__(
+        self,
+        device_rate_hz: int = 24_000,
+        *,
+        capacity_ms: float = 120_000,
+        prebuffer_ms: float = 40.0,
+        fade_ms: float = 4.0,
+        output_latency_ms: float = 0.0,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.device_rate_hz = check_rate("device_rate_hz", device_rate_hz)
+        capacity = ms_to_samples(
+            check_positive_ms("capacity_ms", capacity_ms, 3_600_000), self.device_rate_hz
+        )
+        self.prebuffer_ms = check_positive_ms("prebuffer_ms", prebuffer_ms, 10_000, allow_zero=True)
+        self.fade_ms = check_positive_ms("fade_ms", fade_ms, 100, allow_zero=True)
+        self._prebuffer = ms_to_samples(self.prebuffer_ms, self.device_rate_hz)
+        self._fade = ms_to_samples(self.fade_ms, self.device_rate_hz)
+        self._latency = 0
+        self.set_output_latency(
+            check_positive_ms("output_latency_ms", output_latency_ms, 10_000, True) / 1000
+        )
+        self._now = now
+        self.ring = PcmRing(max(capacity, 1))
+        self.clock = PlaybackClock(self.ring, self.device_rate_hz)
+        """The clock to give a session (``RealtimeSession(audio_output=output.clock)``)."""
+        self.sink = PlaybackSink(self.clock)
+        # From now on the clock counts what the listener heard, which starts at nothing (without
+        # a report the ring would take everything popped as heard).
+        self.ring.report_heard(0)
+        # producer side
+        self._open: set[SegmentKey] = set()
+        self._tracks_parts = False
+        self._lock = threading.Lock()  # guards _timings and _first_pending (both sides)
+        self._timings: dict[SegmentKey, ItemTiming] = {}
+        self._first_pending: deque[tuple[int, SegmentKey]] = deque()
+        # consumer side
+        self._playing = False
+        self._waited = 0
+        self._starved = False
+        self._fade_from = 0.0
+        self._fade_left = 0
+        self._last = 0
+        self._device_samples = 0
+        self._history: deque[_Pull] = deque()
+        self.underruns = 0
+        """Times the ring ran dry while a content part was still open (more audio was due)."""
+        self.underrun_samples = 0
+        """Device samples of silence played during underruns, until audio resumed."""
+
+    # -- configuration ----------------------------------------------------------------------
+
+    @property
+    def output_latency_ms(self) -> float:
+        return self._latency * 1000 / self.device_rate_hz
+
+    @property
+    def output_latency_samples(self) -> int:
+        """The output latency in device samples (what the heard position lags behind)."""
+        return self._latency
+
+    def set_output_latency(self, seconds: float) -> None:
+        """The device's output latency (sounddevice: ``stream.latency``): samples handed over
+        this long ago are only now being heard."""
+        if not isinstance(seconds, int | float) or not 0 <= seconds <= 10:
+            raise ConfigurationError(
+                f"output latency {seconds!r} s is invalid: expected 0 ..= 10 s"
+            )
+        self._latency = ms_to_samples(seconds * 1000, self.device_rate_hz)
+
+    # -- producer side (the session) --------------------------------------------------------
+
+    def push(
+        self,
+        item_id: str,
+        content_index: int,
+        data: bytes,
+        format: str = "audio/pcm",
+        rate_hz: int | None = None,
+    ) -> int:
+        """Queue one delta of ``(item_id, content_index)`` in the session's output ``format``;
+        returns samples refused because the ring was full (0 normally)."""
+        rate = format_rate_hz(format) if rate_hz is None else check_rate("rate_hz", rate_hz)
+        key = (item_id, content_index)
+        self._tracks_parts = True
+        if key not in self._open:
+            self._open.add(key)
+            with self._lock:
+                if key not in self._timings:
+                    self._timings[key] = ItemTiming(item_id, content_index, self._now())
+                    self._first_pending.append((self.ring.pushed_samples, key))
+        return self.sink.push(key, data, format, rate)
+
+    def end(self, item_id: str, content_index: int) -> int:
+        """The content part is complete (``response.output_audio.done``): flush its resampler
+        and let a tail shorter than the prebuffer play. Returns samples refused."""
+        key = (item_id, content_index)
+        refused = self.sink.end(key)
+        self._open.discard(key)
+        return refused
+
+    def interrupt(self) -> list[ItemPlayback]:
+        """Stop: drop all unplayed audio; the device fades out within its next buffer. Returns
+        what each cut item had been *heard* (see :meth:`PlaybackClock.interrupt`)."""
+        handed = self.ring.consumed_samples
+        self._open.clear()
+        reports = self.sink.interrupt()
+        with self._lock:
+            self._first_pending = deque(p for p in self._first_pending if p[0] < handed)
+        return reports
+
+    def timing(self, item_id: str, content_index: int) -> ItemTiming | None:
+        """First delta / first sample times of a content part pushed here."""
+        with self._lock:
+            return self._timings.get((item_id, content_index))
+
+    def forget_timings(self) -> None:
+        """Drop the timings of parts no longer open (for example on ``response.done``, once
+        reported), so the record does not grow over a long session."""
+        with self._lock:
+            self._timings = {k: t for k, t in self._timings.items() if k in self._open}
+
+    # -- consumer side (the device thread) --------------------------------------------------
+
+    @property
+    def playing(self) -> bool:
+        """Whether the device is playing queued audio (not prebuffering or idle)."""
+        return self._playing
+
+    @property
+    def device_samples(self) -> int:
+        """Samples handed to the device so far, silence included."""
+        return self._device_samples
+
+    def pull(self, n_samples: int, now: float | None = None) -> npt.NDArray[np.int16]:
+        """A new buffer of ``n_samples`` at the device rate (see :meth:`pull_into`)."""
+        out = np.empty(n_samples, dtype=np.int16)
+        self.pull_into(out, now)
+        return out
+
+    def pull_into(self, out: npt.NDArray[np.int16], now: float | None = None) -> int:
+        """Fill a device buffer (int16, shape ``(n,)`` or ``(n, 1)``); returns the ring samples in
+        it. ``now`` is when its first sample is handed over (default: ``now()``)."""
+        buf = out.reshape(-1)
+        n = len(buf)
+        if not self._playing:
+            self._maybe_start(n)
+        ring_start = self.ring.consumed_samples
+        got = self.ring.pop_into(buf) if self._playing else 0
+        if got:
+            self._fade_left = 0
+        if got < n:
+            self._fill_silence(buf, got)
+        if n:
+            self._last = int(buf[n - 1])
+        self._history.append(_Pull(self._device_samples, ring_start, got))
+        self._device_samples += n
+        self._report_heard()
+        if got and self._first_pending:
+            self._note_first_samples(ring_start, got, self._now() if now is None else now)
+        return got
+
+    def _maybe_start(self, n: int) -> None:
+        readable = self.ring.readable_samples
+        if not readable:
+            self._waited = 0
+            if self._starved:
+                self.underrun_samples += n
+            return
+        all_in = self._tracks_parts and not self._open
+        if readable >= self._prebuffer or all_in or self._waited >= self._prebuffer:
+            self._playing, self._waited, self._starved = True, 0, False
+        else:
+            self._waited += n
+            if self._starved:
+                self.underrun_samples += n
+
+    def _fill_silence(self, buf: npt.NDArray[np.int16], got: int) -> None:
+        if self._playing:  # the audio stopped in this buffer: fade from where it was
+            self._playing = False
+            self._fade_from = float(buf[got - 1] if got else self._last)
+            self._fade_left = self._fade
+            if self._open:
+                self.underruns += 1
+                self._starved = True
+                self.underrun_samples += len(buf) - got
+        rest = buf[got:]
+        k = min(self._fade_left, len(rest))
+        if k:
+            done = self._fade - self._fade_left
+            steps = np.arange(done + 1, done + k + 1, dtype=np.float64)
+            rest[:k] = np.rint(self._fade_from * (1.0 - steps / self._fade)).astype(np.int16)
+            self._fade_left -= k
+        rest[k:] = 0
+
+    def _report_heard(self) -> None:
+        heard_device = self._device_samples - self._latency
+        history = self._history
+        while len(history) > 1 and history[1].device_start <= heard_device:
+            history.popleft()
+        first = history[0]
+        if first.device_start <= heard_device:
+            self.ring.report_heard(
+                first.ring_start + min(first.ring_count, heard_device - first.device_start)
+            )
+
+    def _note_first_samples(self, ring_start: int, got: int, now: float) -> None:
+        with self._lock:
+            while self._first_pending and self._first_pending[0][0] < ring_start + got:
+                position, key = self._first_pending.popleft()
+                offset = max(position - ring_start, 0) + self._latency
+                timing = self._timings.get(key)
+                if timing is not None and timing.first_sample_at is None:
+                    timing.first_sample_at = now + offset / self.device_rate_hz
