@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 
 from voxwire.server import RealtimeServer, Scenario
-from voxwire.server.transcribe import (
+from voxwire.server.engines.transcribe import (
     MODEL_FILES_SHA256,
     MODEL_PACKAGE_VERSION,
     TranscriptionUnavailable,
     WhisperTranscriber,
     verify_model,
 )
-from voxwire.server.tts import Voice
+from voxwire.server.engines.tts import Voice
 
 from .helpers import FAST, Client, client_of, run
 

@@ -27,14 +27,14 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
-from voxwire.server.config import DEFAULT_MODEL
 from voxwire.server.connection import ConnectionSettings, RealtimeConnection
+from voxwire.server.core.config import DEFAULT_MODEL
+from voxwire.server.core.input_buffer import MAX_APPEND_BYTES
+from voxwire.server.engines.responder import Responder, RulesResponder, Scenario
+from voxwire.server.engines.transcribe import Transcriber, WhisperTranscriber
+from voxwire.server.engines.tts import ENGINES, Voice
 from voxwire.server.faults import Fault
-from voxwire.server.input_buffer import MAX_APPEND_BYTES
-from voxwire.server.responder import Responder, RulesResponder, Scenario
 from voxwire.server.responses import Pacing
-from voxwire.server.transcribe import Transcriber, WhisperTranscriber
-from voxwire.server.tts import ENGINES, Voice
 
 __all__ = ["RealtimeServer"]
 
@@ -74,14 +74,15 @@ class RealtimeServer:
 
     ``tts="auto"`` (default) speaks with espeak-ng when it is installed, else hibari;
     ``tts="hibari"`` / ``"espeak"`` choose one; with no voice available, :meth:`start` raises
-    :class:`~voxwire.server.tts.NoVoiceError` naming what to install. ``tts=None`` answers in
-    text only (sessions default to ``["text"]``).
+    :class:`~voxwire.server.engines.tts.NoVoiceError` naming what to install. ``tts=None``
+    answers in text only (sessions default to ``["text"]``).
     ``transcriber`` transcribes committed user audio when a session asks for it
     (``audio.input.transcription``): ``"auto"`` (default) is Whisper tiny.en through
     faster-whisper if the ``transcribe`` extra is installed, loaded on first use, shared by
-    every connection and closed with the server; a :class:`~voxwire.server.transcribe.Transcriber`
-    of your own stays yours to close; ``None`` (or ``"auto"`` without the extra) makes every
-    request fail with ``input_audio_transcription.failed`` naming what to install.
+    every connection and closed with the server; a
+    :class:`~voxwire.server.engines.transcribe.Transcriber` of your own stays yours to close;
+    ``None`` (or ``"auto"`` without the extra) makes every request fail
+    with ``input_audio_transcription.failed`` naming what to install.
     ``responder`` decides what is said (default: :class:`RulesResponder` over ``scenario``).
     ``faults`` (:mod:`voxwire.server.faults`) are armed on every connection; a test reaches one
     live connection through :attr:`connections` and arms faults on it alone with ``inject``.

@@ -30,7 +30,7 @@ import msgspec
 
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import AudioFormat, SessionConfig
-from voxwire.server.errors import ServerError
+from voxwire.server.core.errors import ServerError
 
 __all__ = [
     "DEFAULT_INSTRUCTIONS",

@@ -47,7 +47,7 @@ from voxwire.protocol import (
     OutputAudio,
     OutputText,
 )
-from voxwire.server.responder import CallTool, Output, Say, Turn
+from voxwire.server.core.turn import CallTool, Output, Say, Turn
 
 __all__ = ["ChatCompletionsResponder", "ChatEndpointError", "chat_request"]
 
