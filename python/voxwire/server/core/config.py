@@ -174,7 +174,11 @@ def _check_shape(raw: Mapping[str, Any]) -> None:
     if isinstance(audio, dict):
         for side in ("input", "output"):
             half = audio.get(side)
-            if isinstance(half, dict) and "format" in half and not isinstance(half["format"], dict):
+            if (
+                isinstance(half, dict)
+                and half.get("format") is not None
+                and not isinstance(half["format"], dict)
+            ):
                 raise ServerError(
                     "invalid_type",
                     f"Invalid type for 'session.audio.{side}.format': expected an object such as "
