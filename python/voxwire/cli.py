@@ -65,6 +65,7 @@ def _serve(args: argparse.Namespace) -> int:
     # Imported here: the other subcommands must not need the server's dependencies.
     import asyncio
     import contextlib
+    import signal
 
     from voxwire.server import Pacing, RealtimeServer, Scenario, faults_from_file
 
@@ -89,6 +90,11 @@ def _serve(args: argparse.Namespace) -> int:
     )
 
     async def run() -> None:
+        # SIGINT (Ctrl-C) and SIGTERM end the wait below, even one that comes while the server
+        # is starting: the server then closes every connection with a close frame (1001).
+        stop = asyncio.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
         async with server:
             print(
                 f"voxwire realtime server on {server.base_url}/realtime "
@@ -99,9 +105,9 @@ def _serve(args: argparse.Namespace) -> int:
                 + "); Ctrl-C stops it",
                 flush=True,
             )
-            await asyncio.Event().wait()
+            await stop.wait()
 
-    # Ctrl-C is the way to stop it: the server closes every connection on the way out.
+    # A Ctrl-C before the handlers are in place (interpreter start) ends it quietly too.
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run())
     return 0

@@ -171,15 +171,19 @@ class ResponseManager:
             await run.task
 
     async def close(self) -> None:
-        """End every response without sending more (the connection is closing); idempotent."""
+        """End every response without sending more (the connection is closing); idempotent.
+        The tasks are cancelled, not waited for: one may be waiting for a voice or a chat
+        endpoint, which must not hold up the connection's end."""
         self._closing = True
         runs = list(self._runs.values())
         for run in runs:
             run.cancel_reason = run.cancel_reason or "client_cancelled"
             run.wake.set()
-        for run in runs:
             if run.task is not None:
-                await run.task
+                run.task.cancel()
+        await asyncio.gather(
+            *(run.task for run in runs if run.task is not None), return_exceptions=True
+        )
 
     # --- running ----------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ headers goes through a filter that redacts them.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -45,6 +46,10 @@ SUBPROTOCOL: Final = Subprotocol("realtime")
 _KEY_SUBPROTOCOL: Final = "openai-insecure-api-key."
 # A 15 MiB append is ~20 MiB of base64 plus the JSON around it: receive it, then answer with
 # the service's error instead of dropping the connection.
+#: How long a connection waits for the client's answer to its close frame before cutting the
+#: TCP connection, and how long closing the whole server may take before the rest are cut.
+CLOSE_TIMEOUT_S: Final = 0.5
+SHUTDOWN_S: Final = 0.8
 MAX_FRAME_BYTES: Final = MAX_APPEND_BYTES * 4 // 3 + 1024 * 1024
 
 
@@ -170,19 +175,29 @@ class RealtimeServer:
                 max_size=MAX_FRAME_BYTES,
                 compression=None,
                 logger=_wire_log,
+                close_timeout=CLOSE_TIMEOUT_S,
             )
         except BaseException:
             self._close_voice()
             raise
 
     async def close(self) -> None:
-        """Stop listening, close every connection and wait for their tasks; idempotent."""
+        """Stop listening, close every connection (a close frame, 1001) and wait for their
+        tasks; idempotent. Bounded: a client that does not answer the close frame within
+        ``CLOSE_TIMEOUT_S`` is cut off, and nothing waits for a voice, a transcription or a
+        chat endpoint still working (their threads are dropped)."""
         if self._closed:
             return
         self._closed = True
         if self._server is not None:
             self._server.close(close_connections=True)
-            await self._server.wait_closed()
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), SHUTDOWN_S)
+            except asyncio.TimeoutError:
+                # A connection stuck past its close timeout (a peer that reads nothing): cut.
+                for ws in self._connections:
+                    ws.transport.abort()
+                await self._server.wait_closed()
         self._close_voice()
 
     def _close_voice(self) -> None:

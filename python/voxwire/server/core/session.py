@@ -373,8 +373,7 @@ class ServerSession:
                 self.ids,
                 "invalid_event",
                 "The 'type' field is missing.",
-                param="type",
-                client_event_id=client_event_id,
+                client_event_id=client_event_id,  # param null, as recorded (error traces)
             )
         if kind not in CLIENT_EVENT_TYPES:
             return error_event(

@@ -27,14 +27,12 @@ orders events more strictly than the service does, and clients may not rely on e
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import importlib.metadata
 import importlib.util
 import logging
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -44,6 +42,7 @@ import numpy.typing as npt
 
 from voxwire.audio import Resampler, g711
 from voxwire.protocol import InputTokenDetails, TranscriptDurationUsage, TranscriptTokenUsage
+from voxwire.server.engines.worker import Worker
 
 __all__ = [
     "MODEL_FILES_SHA256",
@@ -193,7 +192,7 @@ class WhisperTranscriber:
         self._expected = expected_sha256
         self._cpu_threads = cpu_threads
         self._beam_size = beam_size
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="voxwire-whisper")
+        self._worker = Worker("voxwire-whisper")
         # Set on the worker thread (or by load_blocking() before any transcription is asked).
         self._model: Any = None
         self._load_error: TranscriptionUnavailable | None = None
@@ -209,9 +208,8 @@ class WhisperTranscriber:
     async def transcribe(
         self, audio: bytes, format_type: str, *, language: str | None, prompt: str | None
     ) -> Transcript:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._executor, self.transcribe_blocking, audio, format_type, language, prompt
+        return await self._worker.run(
+            lambda: self.transcribe_blocking(audio, format_type, language, prompt)
         )
 
     def transcribe_blocking(
@@ -291,8 +289,9 @@ class WhisperTranscriber:
         return self._model
 
     def close(self) -> None:
-        """Stop the worker thread (idempotent); a transcription in progress finishes first."""
-        self._executor.shutdown(wait=True)
+        """Stop the worker thread (idempotent) without waiting: a transcription in progress is
+        left to finish unobserved, so that a server stops at once."""
+        self._worker.close()
         self._model = None
 
 
