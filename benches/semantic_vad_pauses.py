@@ -21,7 +21,7 @@ import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
 
 from voxwire.server import RealtimeServer
-from voxwire.server.tts import Voice
+from voxwire.server.engines.tts import Voice
 
 RATE_HZ = 24_000
 FRAME = RATE_HZ // 50  # 20 ms

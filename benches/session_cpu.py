@@ -111,7 +111,7 @@ GRACE_S = 2.0  # after the last microphone chunk: let the last answer finish
 def build_script(directory: Path, minutes: float, short: bool = False) -> float:
     """Write the microphone audio (``mic.pcm``) and the typed messages (``texts.json``) into
     ``directory``; returns the conversation's length in seconds."""
-    from voxwire.server.tts import Voice
+    from voxwire.server.engines.tts import Voice
 
     voice = Voice.load("espeak")
     try:

@@ -26,8 +26,8 @@ import time
 from websockets.asyncio.client import connect
 
 from voxwire.server import RealtimeServer
-from voxwire.server.transcribe import WhisperTranscriber
-from voxwire.server.tts import Voice
+from voxwire.server.engines.transcribe import WhisperTranscriber
+from voxwire.server.engines.tts import Voice
 
 UTTERANCES = [
     "What is the weather like in Paris today?",
@@ -38,8 +38,8 @@ UTTERANCES = [
 
 _FRESH_LOAD = """
 import time
-from voxwire.server.transcribe import MODEL_FILES_SHA256, WhisperTranscriber, verify_model
-from voxwire.server.transcribe import _model_dir_of_package
+from voxwire.server.engines.transcribe import MODEL_FILES_SHA256, WhisperTranscriber, verify_model
+from voxwire.server.engines.transcribe import _model_dir_of_package
 t0 = time.perf_counter()
 verify_model(_model_dir_of_package(), MODEL_FILES_SHA256)
 t1 = time.perf_counter()
@@ -52,7 +52,7 @@ print(t1 - t0, t2 - t1)
 
 _FRESH_HIBARI = """
 import time
-from voxwire.server.tts import Voice
+from voxwire.server.engines.tts import Voice
 t0 = time.perf_counter()
 v = Voice.load("hibari")
 print(time.perf_counter() - t0)

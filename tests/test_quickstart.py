@@ -35,7 +35,7 @@ def test_quickstart_with_a_wav_question_against_an_external_server(tmp_path: Pat
     """--wav: a 16 kHz recording is resampled and sent; --url: a server this test runs (as
     `voxwire serve` would) answers instead of one started in-process."""
     from voxwire.server import Pacing, RealtimeServer, Scenario
-    from voxwire.server.tts import EspeakEngine
+    from voxwire.server.engines.tts import EspeakEngine
 
     speech = EspeakEngine.shared().synthesize("What time is it?", "alloy")
     resampler = Resampler(speech.rate_hz, 16000)

@@ -6,11 +6,15 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from voxwire import __version__
 from voxwire.audio import Resampler, read_wav, resampler_kernel, write_wav
+
+if TYPE_CHECKING:
+    from voxwire.server import ChatCompletionsResponder
 
 
 def _info(_: argparse.Namespace) -> int:
@@ -61,33 +65,17 @@ def _serve(args: argparse.Namespace) -> int:
     # Imported here: the other subcommands must not need the server's dependencies.
     import asyncio
     import contextlib
-    import os
+    import signal
 
-    from voxwire.server import Pacing, RealtimeServer, Scenario
-    from voxwire.server.chat import ChatCompletionsResponder
-    from voxwire.server.faults import faults_from_file
+    from voxwire.server import Pacing, RealtimeServer, Scenario, faults_from_file
 
     scenario = Scenario.from_file(args.scenario) if args.scenario else None
-    token = os.environ.get(args.token_env) if args.token_env else None
-    if args.token_env and not token:
-        print(f"voxwire: environment variable {args.token_env} is empty or unset", file=sys.stderr)
+    try:
+        token = _secret_from_env(args.token_env)
+        chat = _chat_responder(args, scenario)
+    except _UsageError as exc:
+        print(f"voxwire: {exc}", file=sys.stderr)
         return 2
-    chat = None
-    if args.chat_url or args.chat_model:
-        if not (args.chat_url and args.chat_model) or scenario is not None:
-            print(
-                "voxwire: --chat-url and --chat-model go together, and replace --scenario",
-                file=sys.stderr,
-            )
-            return 2
-        chat_key = os.environ.get(args.chat_key_env) if args.chat_key_env else None
-        if args.chat_key_env and not chat_key:
-            print(
-                f"voxwire: environment variable {args.chat_key_env} is empty or unset",
-                file=sys.stderr,
-            )
-            return 2
-        chat = ChatCompletionsResponder(args.chat_url, args.chat_model, api_key=chat_key)
     faults = faults_from_file(args.faults) if args.faults else ()
     server = RealtimeServer(
         args.host,
@@ -102,6 +90,11 @@ def _serve(args: argparse.Namespace) -> int:
     )
 
     async def run() -> None:
+        # SIGINT (Ctrl-C) and SIGTERM end the wait below, even one that comes while the server
+        # is starting: the server then closes every connection with a close frame (1001).
+        stop = asyncio.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
         async with server:
             print(
                 f"voxwire realtime server on {server.base_url}/realtime "
@@ -112,12 +105,40 @@ def _serve(args: argparse.Namespace) -> int:
                 + "); Ctrl-C stops it",
                 flush=True,
             )
-            await asyncio.Event().wait()
+            await stop.wait()
 
-    # Ctrl-C is the way to stop it: the server closes every connection on the way out.
+    # A Ctrl-C before the handlers are in place (interpreter start) ends it quietly too.
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run())
     return 0
+
+
+class _UsageError(Exception):
+    """The command line asks for something that cannot be: exit status 2 with this message."""
+
+
+def _secret_from_env(variable: str | None) -> str | None:
+    """The value of ``variable`` (None if no variable is named); it must not be empty."""
+    import os
+
+    if not variable:
+        return None
+    value = os.environ.get(variable)
+    if not value:
+        raise _UsageError(f"environment variable {variable} is empty or unset")
+    return value
+
+
+def _chat_responder(args: argparse.Namespace, scenario: object) -> ChatCompletionsResponder | None:
+    """The chat-completions responder of ``--chat-url``/``--chat-model``, if asked for."""
+    from voxwire.server import ChatCompletionsResponder
+
+    if not (args.chat_url or args.chat_model):
+        return None
+    if not (args.chat_url and args.chat_model) or scenario is not None:
+        raise _UsageError("--chat-url and --chat-model go together, and replace --scenario")
+    chat_key = _secret_from_env(args.chat_key_env)
+    return ChatCompletionsResponder(args.chat_url, args.chat_model, api_key=chat_key)
 
 
 def _quickstart(args: argparse.Namespace) -> int:
@@ -130,19 +151,7 @@ def _quickstart(args: argparse.Namespace) -> int:
     return quickstart.main(Path(args.out), args.pace, wav=wav, url=args.url)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="voxwire", description=__doc__)
-    p.add_argument("--version", action="version", version=f"voxwire {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
-    info = sub.add_parser("info", help="show the build and self-check the audio core")
-    info.set_defaults(func=_info)
-    rs = sub.add_parser("resample", help="resample a 16-bit WAV file to another rate (mono)")
-    rs.add_argument("input")
-    rs.add_argument("output")
-    rs.add_argument("--rate", type=int, required=True, help="output rate in Hz")
-    rs.add_argument("--quality", choices=("fast", "hq", "vhq"), default="hq")
-    rs.add_argument("--keep-delay", action="store_true", help="keep the filter delay at the start")
-    rs.set_defaults(func=_resample)
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sv = sub.add_parser("serve", help="run the local realtime server (docs/server.md)")
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
     sv.add_argument("--port", type=int, default=8765)
@@ -182,6 +191,22 @@ def build_parser() -> argparse.ArgumentParser:
         "(docs/server.md, fault injection)",
     )
     sv.set_defaults(func=_serve)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="voxwire", description=__doc__)
+    p.add_argument("--version", action="version", version=f"voxwire {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    info = sub.add_parser("info", help="show the build and self-check the audio core")
+    info.set_defaults(func=_info)
+    rs = sub.add_parser("resample", help="resample a 16-bit WAV file to another rate (mono)")
+    rs.add_argument("input")
+    rs.add_argument("output")
+    rs.add_argument("--rate", type=int, required=True, help="output rate in Hz")
+    rs.add_argument("--quality", choices=("fast", "hq", "vhq"), default="hq")
+    rs.add_argument("--keep-delay", action="store_true", help="keep the filter delay at the start")
+    rs.set_defaults(func=_resample)
+    _add_serve(sub)
     qs = sub.add_parser("quickstart", help="one offline spoken turn against the local server")
     qs.add_argument("--out", default="quickstart-reply.wav", help="where to write the reply")
     qs.add_argument("--pace", type=float, default=4.0, help="audio speed, x real time")

@@ -18,6 +18,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -74,7 +75,7 @@ def user_utterance(wav: Path | None = None) -> npt.NDArray[np.int16]:
         pcm = to_session_rate(audio.pcm, audio.rate_hz)
     else:
         # Imported here: with --wav and --url the server's voice is not needed at all.
-        from voxwire.server.tts import EspeakEngine
+        from voxwire.server.engines.tts import EspeakEngine
 
         speech = EspeakEngine.shared().synthesize(USER_TEXT, "alloy")
         pcm = to_session_rate(speech.pcm, speech.rate_hz)
@@ -96,6 +97,12 @@ async def _endpoint(url: str | None, pace: float) -> AsyncIterator[str]:
         yield server.url("gpt-realtime")
 
 
+# A pause between the user's words must not end the turn early.
+_CONFIG: Final[dict[str, Any]] = {
+    "audio": {"input": {"turn_detection": {"type": "server_vad", "silence_duration_ms": 600}}}
+}
+
+
 async def run_turn(
     pace: float = 4.0,
     *,
@@ -115,16 +122,10 @@ async def run_turn(
             if report is not None:
                 report(f"  {at * 1000:8.1f} ms  {what}")
 
-        # A pause between the user's words must not end the turn early.
-        config = {
-            "audio": {
-                "input": {"turn_detection": {"type": "server_vad", "silence_duration_ms": 600}}
-            }
-        }
         session = RealtimeSession(
             RealtimeAgent(name="quickstart", instructions="Answer briefly."),
             url=endpoint,
-            config=config,
+            config=_CONFIG,
             wait_for_session_updated=True,
         )
         async with session:
@@ -138,33 +139,40 @@ async def run_turn(
 
             speaker = asyncio.create_task(speak())
             try:
-                async for event in session:
-                    if isinstance(event, UserStateChangedEvent):
-                        note(f"user {event.new_state}")
-                    elif isinstance(event, UserInputTranscribedEvent) and event.is_final:
-                        note(f'user said: "{event.transcript}"')
-                    elif isinstance(event, ResponseStartedEvent):
-                        note("response started")
-                    elif isinstance(event, AudioEvent):
-                        if not result.reply_pcm:
-                            note("first reply audio")
-                        result.reply_pcm.append(event.pcm)
-                    elif isinstance(event, AssistantTranscriptDoneEvent):
-                        result.transcript = event.transcript
-                        note(f'assistant said: "{event.transcript}"')
-                    elif isinstance(event, ErrorEvent):
-                        note(f"error: {event.message}")
-                    elif isinstance(event, CloseEvent):
-                        note(f"connection closed ({event.reason}) {event.detail}".rstrip())
-                        break
-                    elif isinstance(event, ResponseDoneEvent):
-                        result.status = event.status or ""
-                        note(f"response done ({result.status})")
-                        break
+                await _follow(session, note, result)
             finally:
                 speaker.cancel()
                 await asyncio.gather(speaker, return_exceptions=True)
     return result
+
+
+async def _follow(
+    session: RealtimeSession, note: Callable[[str], None], result: TurnResult
+) -> None:
+    """Note the turn's events as they come, and keep the reply, until the response is done."""
+    async for event in session:
+        if isinstance(event, UserStateChangedEvent):
+            note(f"user {event.new_state}")
+        elif isinstance(event, UserInputTranscribedEvent) and event.is_final:
+            note(f'user said: "{event.transcript}"')
+        elif isinstance(event, ResponseStartedEvent):
+            note("response started")
+        elif isinstance(event, AudioEvent):
+            if not result.reply_pcm:
+                note("first reply audio")
+            result.reply_pcm.append(event.pcm)
+        elif isinstance(event, AssistantTranscriptDoneEvent):
+            result.transcript = event.transcript
+            note(f'assistant said: "{event.transcript}"')
+        elif isinstance(event, ErrorEvent):
+            note(f"error: {event.message}")
+        elif isinstance(event, CloseEvent):
+            note(f"connection closed ({event.reason}) {event.detail}".rstrip())
+            return
+        elif isinstance(event, ResponseDoneEvent):
+            result.status = event.status or ""
+            note(f"response done ({result.status})")
+            return
 
 
 def main(out: Path, pace: float, *, wav: Path | None = None, url: str | None = None) -> int:

@@ -235,45 +235,8 @@ class ScriptedServer:
         ]
         done_items = []
         for index, (call_id, name, arguments) in enumerate(calls):
-            item_id = self._id("item")
-            item = {"id": item_id, "object": "realtime.item", "type": "function_call"}
-            opened = {**item, "status": "in_progress", "call_id": call_id, "name": name}
-            done = {**opened, "status": "completed", "arguments": arguments}
-            where = {"response_id": response_id, "item_id": item_id, "output_index": index}
-            previous, self._last_item_id = self._last_item_id, item_id
-            events += [
-                {
-                    "type": "response.output_item.added",
-                    "response_id": response_id,
-                    "output_index": index,
-                    "item": {**opened, "arguments": ""},
-                },
-                {
-                    "type": "conversation.item.added",
-                    "previous_item_id": previous,
-                    "item": {**opened, "arguments": ""},
-                },
-                {
-                    "type": "response.function_call_arguments.delta",
-                    **where,
-                    "call_id": call_id,
-                    "delta": arguments,
-                },
-                {
-                    "type": "response.function_call_arguments.done",
-                    **where,
-                    "call_id": call_id,
-                    "name": name,
-                    "arguments": arguments,
-                },
-                {
-                    "type": "response.output_item.done",
-                    "response_id": response_id,
-                    "output_index": index,
-                    "item": done,
-                },
-                {"type": "conversation.item.done", "previous_item_id": previous, "item": done},
-            ]
+            call_events, done = self._function_call(response_id, index, call_id, name, arguments)
+            events += call_events
             done_items.append(done)
         events.append(
             {
@@ -281,10 +244,53 @@ class ScriptedServer:
                 "response": {**response, "status": "completed", "output": done_items},
             }
         )
-        for event in events:
-            self.transport.push(self._frame(event))
-        await asyncio.sleep(0)
+        await self._push_all(events)
         return response_id
+
+    def _function_call(
+        self, response_id: str, index: int, call_id: str, name: str, arguments: str
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The events of one function call at ``index`` of a response, and its done item."""
+        item_id = self._id("item")
+        item = {"id": item_id, "object": "realtime.item", "type": "function_call"}
+        opened = {**item, "status": "in_progress", "call_id": call_id, "name": name}
+        done = {**opened, "status": "completed", "arguments": arguments}
+        where = {"response_id": response_id, "item_id": item_id, "output_index": index}
+        previous, self._last_item_id = self._last_item_id, item_id
+        events: list[dict[str, Any]] = [
+            {
+                "type": "response.output_item.added",
+                "response_id": response_id,
+                "output_index": index,
+                "item": {**opened, "arguments": ""},
+            },
+            {
+                "type": "conversation.item.added",
+                "previous_item_id": previous,
+                "item": {**opened, "arguments": ""},
+            },
+            {
+                "type": "response.function_call_arguments.delta",
+                **where,
+                "call_id": call_id,
+                "delta": arguments,
+            },
+            {
+                "type": "response.function_call_arguments.done",
+                **where,
+                "call_id": call_id,
+                "name": name,
+                "arguments": arguments,
+            },
+            {
+                "type": "response.output_item.done",
+                "response_id": response_id,
+                "output_index": index,
+                "item": done,
+            },
+            {"type": "conversation.item.done", "previous_item_id": previous, "item": done},
+        ]
+        return events, done
 
     async def audio_response(
         self,
@@ -321,66 +327,23 @@ class ScriptedServer:
         }
         response = {"id": response_id, "object": "realtime.response", "status": "in_progress"}
         previous, self._last_item_id = self._last_item_id, item_id
-        events: list[dict[str, Any]] = [
+        events = [
             {"type": "response.created", "response": {**response, "output": []}},
-            {
-                "type": "response.output_item.added",
-                "response_id": response_id,
-                "output_index": 0,
-                "item": item,
-            },
-            {"type": "conversation.item.added", "previous_item_id": previous, "item": item},
-            {"type": "response.content_part.added", **ids, "content_index": 0, "part": part},
+            *_message_start(ids, previous, part, item),
         ]
         if modality == "text":
-            size = max(1, -(-len(text) // max(1, chunks)))
-            for start in range(0, len(text), size):
-                events.append(
-                    {
-                        "type": "response.output_text.delta",
-                        **ids,
-                        "content_index": 0,
-                        "delta": text[start : start + size],
-                    }
-                )
+            events += _text_deltas(ids, text, chunks)
             if not finish:
-                for event in events:
-                    self.transport.push(self._frame(event))
-                await asyncio.sleep(0)
+                await self._push_all(events)
                 return response_id
             events.append(
                 {"type": "response.output_text.done", **ids, "content_index": 0, "text": text}
             )
-            done_part = {"type": "text", "text": text}
+            done_part: dict[str, Any] = {"type": "text", "text": text}
             content = [{"type": "output_text", "text": text}]
         else:
             assert audio is not None
-            events.append(
-                {
-                    "type": "response.output_audio_transcript.delta",
-                    **ids,
-                    "content_index": 0,
-                    "delta": text,
-                }
-            )
-            for chunk in audio:
-                events.append(
-                    {
-                        "type": "response.output_audio.delta",
-                        **ids,
-                        "content_index": 0,
-                        "delta": base64.b64encode(chunk).decode(),
-                    }
-                )
-            events.append({"type": "response.output_audio.done", **ids, "content_index": 0})
-            events.append(
-                {
-                    "type": "response.output_audio_transcript.done",
-                    **ids,
-                    "content_index": 0,
-                    "transcript": text,
-                }
-            )
+            events += _audio_deltas(ids, text, audio)
             done_part = {"type": "audio", "transcript": text}
             content = [{"type": "output_audio", "transcript": text}]
         done_item = {
@@ -388,23 +351,14 @@ class ScriptedServer:
             "status": "completed" if status == "completed" else "incomplete",
             "content": content,
         }
-        events += [
-            {"type": "response.content_part.done", **ids, "content_index": 0, "part": done_part},
-            {
-                "type": "response.output_item.done",
-                "response_id": response_id,
-                "output_index": 0,
-                "item": done_item,
-            },
-            {"type": "conversation.item.done", "previous_item_id": previous, "item": done_item},
+        events += _message_end(ids, previous, done_part, done_item)
+        events.append(
             {
                 "type": "response.done",
                 "response": {**response, "status": status, "output": [done_item]},
-            },
-        ]
-        for event in events:
-            self.transport.push(self._frame(event))
-        await asyncio.sleep(0)
+            }
+        )
+        await self._push_all(events)
         return response_id
 
     # --- helpers ----------------------------------------------------------------------------------
@@ -413,6 +367,72 @@ class ScriptedServer:
         self._counter += 1
         return f"{prefix}_scripted_{self._counter}"
 
+    async def _push_all(self, events: list[dict[str, Any]]) -> None:
+        """Deliver ``events`` to the session in order, then let it run."""
+        for event in events:
+            self.transport.push(self._frame(event))
+        await asyncio.sleep(0)
+
     def _frame(self, event: dict[str, Any]) -> str:
         event.setdefault("event_id", self._id("event"))
         return json.dumps(event)
+
+
+def _text_deltas(ids: dict[str, Any], text: str, chunks: int) -> list[dict[str, Any]]:
+    """``text`` as ``chunks`` ``response.output_text.delta`` events of (nearly) equal size."""
+    size = max(1, -(-len(text) // max(1, chunks)))
+    return [
+        {
+            "type": "response.output_text.delta",
+            **ids,
+            "content_index": 0,
+            "delta": text[start : start + size],
+        }
+        for start in range(0, len(text), size)
+    ]
+
+
+def _audio_deltas(ids: dict[str, Any], text: str, audio: list[bytes]) -> list[dict[str, Any]]:
+    """The transcript delta, one audio delta per chunk, and both ``done`` events."""
+    at = {**ids, "content_index": 0}
+    return [
+        {"type": "response.output_audio_transcript.delta", **at, "delta": text},
+        *(
+            {"type": "response.output_audio.delta", **at, "delta": base64.b64encode(c).decode()}
+            for c in audio
+        ),
+        {"type": "response.output_audio.done", **at},
+        {"type": "response.output_audio_transcript.done", **at, "transcript": text},
+    ]
+
+
+def _message_start(
+    ids: dict[str, Any], previous: str | None, part: dict[str, Any], item: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The output item, conversation item and first part of an assistant message."""
+    return [
+        {
+            "type": "response.output_item.added",
+            "response_id": ids["response_id"],
+            "output_index": 0,
+            "item": item,
+        },
+        {"type": "conversation.item.added", "previous_item_id": previous, "item": item},
+        {"type": "response.content_part.added", **ids, "content_index": 0, "part": part},
+    ]
+
+
+def _message_end(
+    ids: dict[str, Any], previous: str | None, part: dict[str, Any], item: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The part, output item and conversation item of a finished assistant message."""
+    return [
+        {"type": "response.content_part.done", **ids, "content_index": 0, "part": part},
+        {
+            "type": "response.output_item.done",
+            "response_id": ids["response_id"],
+            "output_index": 0,
+            "item": item,
+        },
+        {"type": "conversation.item.done", "previous_item_id": previous, "item": item},
+    ]

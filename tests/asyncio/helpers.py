@@ -161,7 +161,7 @@ def session_created() -> str:
 @cache
 def speech_pcm(text: str = "Hello, what is the weather like?") -> bytes:
     """Real speech, 24 kHz PCM16, made by the local server's own voice."""
-    from voxwire.server.tts import Voice
+    from voxwire.server.engines.tts import Voice
 
     voice = Voice.load()
     try:

@@ -10,6 +10,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
+import subprocess
+import sys
 import typing
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
@@ -167,3 +170,24 @@ async def client_of(
 
 def pcm_b64(n_samples: int) -> str:
     return base64.b64encode(b"\x00\x00" * n_samples).decode()
+
+
+def start_serve(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    """``voxwire serve ARGS`` as a subprocess, and its first line (the URL it listens on);
+    the caller stops it."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "voxwire.cli", "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert process.stdout is not None
+    return process, process.stdout.readline()
+
+
+def realtime_url(line: str) -> str:
+    """The session URL in the line ``voxwire serve`` prints first."""
+    match = re.search(r"(ws://127\.0\.0\.1:\d+/v1/realtime)", line)
+    assert match, line
+    return match.group(1) + "?model=gpt-realtime"

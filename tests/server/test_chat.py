@@ -35,7 +35,7 @@ from voxwire.protocol import (
     OutputText,
 )
 from voxwire.server import CallTool, Say, Turn
-from voxwire.server.chat import ChatCompletionsResponder, ChatEndpointError, chat_request
+from voxwire.server.engines.chat import ChatCompletionsResponder, ChatEndpointError, chat_request
 
 from .helpers import Client, client_of, run, serving
 

@@ -13,8 +13,8 @@ import pytest
 
 from voxwire.audio import g711
 from voxwire.server import RealtimeServer
-from voxwire.server.transcribe import WhisperTranscriber
-from voxwire.server.tts import Voice
+from voxwire.server.engines.transcribe import WhisperTranscriber
+from voxwire.server.engines.tts import Voice
 
 from .helpers import client_of, run, serving
 

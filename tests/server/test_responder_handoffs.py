@@ -12,7 +12,7 @@ import pytest
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import FunctionCallItem, FunctionCallOutputItem, InputText, MessageItem
 from voxwire.server import CallTool, RulesResponder, Say, Scenario, Turn
-from voxwire.server.responder import handoff_tool_name
+from voxwire.server.engines.responder import handoff_tool_name
 
 from .helpers import client_of, run, serving
 

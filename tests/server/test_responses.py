@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from voxwire.server.responder import Output, Turn
+from voxwire.server.engines.responder import Output, Turn
 
 from .helpers import SLOW, client_of, run, serving
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -14,39 +13,26 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from .helpers import Client, run
+from .helpers import Client, realtime_url, run, start_serve
 
 
 def test_serve_subcommand(tmp_path: Path) -> None:
     scenario = tmp_path / "scenario.json"
     scenario.write_text(json.dumps({"rules": [{"match": "ping", "say": "pong"}]}))
     env = {**os.environ, "VOXWIRE_TEST_TOKEN": "tok-123"}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "voxwire.cli",
-            "serve",
-            "--port",
-            "0",
-            "--scenario",
-            str(scenario),
-            "--token-env",
-            "VOXWIRE_TEST_TOKEN",
-            "--pace",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    process, line = start_serve(
+        "--port",
+        "0",
+        "--scenario",
+        str(scenario),
+        "--token-env",
+        "VOXWIRE_TEST_TOKEN",
+        "--pace",
+        "0",
         env=env,
     )
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        match = re.search(r"(ws://127\.0\.0\.1:\d+/v1/realtime)", line)
-        assert match, line
-        url = match.group(1) + "?model=gpt-realtime"
+        url = realtime_url(line)
         assert "tok-123" not in line
 
         async def body() -> None:

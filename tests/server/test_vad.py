@@ -9,8 +9,8 @@ from functools import cache
 import numpy as np
 
 from voxwire.audio import g711
-from voxwire.server.tts import Voice
-from voxwire.server.vad import SEMANTIC_WAIT_MS, _db, completeness
+from voxwire.server.engines.tts import Voice
+from voxwire.server.engines.vad import SEMANTIC_WAIT_MS, _db, completeness
 
 from .helpers import SLOW, Client, client_of, run, serving
 

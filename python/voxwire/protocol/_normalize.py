@@ -85,9 +85,10 @@ def normalize_session(mapping: Any, *, strict: bool, schema: Schema) -> dict[str
     for key in list(top):
         if key not in schema["session"]:
             extra[key] = top.pop(key)
-    if "audio" in top:
+    # A null here is "not given" or, where the field admits it, a value: SessionConfig decides.
+    if top.get("audio") is not None:
         top["audio"] = _audio(top["audio"], strict, schema)
-    if "tools" in top:
+    if top.get("tools") is not None:
         top["tools"] = _tools(top["tools"], strict, schema)
     for key in ("tool_choice", "tracing", "truncation", "reasoning"):
         if isinstance(top.get(key), Mapping):
@@ -192,12 +193,12 @@ def _audio(value: Any, strict: bool, schema: Schema) -> dict[str, Any]:
     audio = _snake_keys(value, "audio")
     _check_keys(audio, schema["audio"], "audio", strict)
     for side in ("input", "output"):
-        if side not in audio:
+        if audio.get(side) is None:
             continue
         path = f"audio.{side}"
         section = _snake_keys(audio[side], path)
         _check_keys(section, schema[path], path, strict)
-        if "format" in section:
+        if section.get("format") is not None:
             section["format"] = _format(section["format"], f"{path}.format", strict, schema)
         if side == "input":
             _input_parts(section, strict, schema)
@@ -212,12 +213,14 @@ def _format(value: Any, path: str, strict: bool, schema: Schema) -> Any:
         return dict(_FORMAT_NAMES[value])
     fmt = _snake_keys(value, path)
     _check_keys(fmt, schema["format"], path, strict)
-    kind = fmt.get("type")
+    if fmt.get("type") is None:  # optional in the GA types (null: not given): audio/pcm
+        fmt["type"] = "audio/pcm"
+    kind = fmt["type"]
     if kind in ("pcm16", "g711_ulaw", "g711_alaw"):
         fmt = {**fmt, **_FORMAT_NAMES[kind]}
     elif kind not in _FORMAT_NAMES:
         raise ConfigurationError(f"{path}.type={kind!r} is invalid: expected {_FORMATS_ALLOWED}")
-    if fmt["type"] == "audio/pcm" and fmt.get("rate", 24_000) != 24_000:
+    if fmt["type"] == "audio/pcm" and fmt.get("rate") not in (None, 24_000):
         raise ConfigurationError(
             f"{path}.rate={fmt['rate']!r} is invalid: expected 24000 (audio/pcm is 24 kHz only)"
         )

@@ -13,6 +13,7 @@ from typing import Literal, get_args
 
 from msgspec import UNSET, Struct, UnsetType
 
+from voxwire.protocol._nulls import unset_absent_nulls
 from voxwire.protocol.config import (
     AudioFormat,
     MaxOutputTokens,
@@ -54,7 +55,16 @@ _METADATA_MAX_VALUE_CHARS = 512
 
 
 class _Params(Struct, frozen=True, kw_only=True):
-    """Request parameters: UNSET fields are left off the wire, ``None`` is sent as ``null``."""
+    """Request parameters: UNSET fields are left off the wire. ``None`` is sent as ``null``
+    where the field admits it; elsewhere it means "not given" (UNSET), as ``null`` on the wire
+    does."""
+
+    def __post_init__(self) -> None:
+        unset_absent_nulls(self)
+        self._check()
+
+    def _check(self) -> None:
+        """Validate the values; the parameters with rules override it."""
 
 
 class ResponseAudioOutputParams(_Params, frozen=True):
@@ -83,10 +93,10 @@ class ResponseCreateParams(_Params, frozen=True):
     max_output_tokens: MaxOutputTokens | UnsetType = UNSET
     metadata: dict[str, str] | UnsetType | None = UNSET
     prompt: Prompt | UnsetType | None = UNSET
-    reasoning: Reasoning | UnsetType | None = UNSET
-    parallel_tool_calls: bool | UnsetType | None = UNSET
+    reasoning: Reasoning | UnsetType = UNSET
+    parallel_tool_calls: bool | UnsetType = UNSET
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         check_output_modalities(self.output_modalities, "response.output_modalities")
         check_max_output_tokens(self.max_output_tokens, "response.max_output_tokens")
         if isinstance(self.metadata, dict):

@@ -36,6 +36,7 @@ import msgspec
 from msgspec import Struct
 
 from voxwire.exceptions import ConfigurationError
+from voxwire.protocol._nulls import drop_absent_nulls
 from voxwire.protocol.client_events import CLIENT_EVENT_TYPES, ClientEvent, SessionUpdate
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.items import Item
@@ -255,7 +256,11 @@ def _convert_or_none(raw: object, kind: Any) -> Any:
 
 
 def decode_client_event(data: str | bytes) -> ClientEvent | ProtocolErrorEvent:
-    """Decode one client frame (for the server side). Never raises."""
+    """Decode one client frame (for the server side). Never raises.
+
+    A ``null`` in an optional field without a null of its own counts as absent (``_nulls``):
+    the fast path decodes the frame as it is, and only a frame that fails is looked at again.
+    """
     try:
         event = _client_decoder.decode(data)
     except msgspec.DecodeError as exc:
@@ -271,7 +276,13 @@ def decode_client_event(data: str | bytes) -> ClientEvent | ProtocolErrorEvent:
                 event_id=_event_id(raw),
                 raw=raw,
             )
-        return _invalid(str(kind), raw, exc)
+        stripped = drop_absent_nulls(raw, _CLIENT_UNION)
+        if stripped is raw:
+            return _invalid(str(kind), raw, exc)
+        try:
+            event = _client_decoder.decode(_encoder.encode(stripped))
+        except msgspec.DecodeError as again:
+            return _invalid(str(kind), raw, again)
     if isinstance(event, _SessionUpdateWire):
         session = _session_or_error("session.update", event.event_id, event.session)
         if isinstance(session, ProtocolErrorEvent):

@@ -24,6 +24,7 @@ from msgspec import UNSET, Struct, UnsetType
 
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol._normalize import Schema, normalize_session, value_at
+from voxwire.protocol._nulls import drop_absent_nulls, unset_absent_nulls
 from voxwire.protocol.units import G711_8K, PCM16_24K, SampleFormat
 
 __all__ = [
@@ -69,7 +70,18 @@ def invalid(path: str, value: object, allowed: str) -> ConfigurationError:
 
 
 class _Config(Struct, frozen=True, kw_only=True):
-    """Base of the config records: immutable, keyword-only; UNSET fields are left off the wire."""
+    """Base of the config records: immutable, keyword-only; UNSET fields are left off the wire.
+
+    ``None`` given for a field that has no null of its own means "not given" (``UNSET``), as a
+    ``null`` on the wire does; the fields that admit ``None`` keep it as a value.
+    """
+
+    def __post_init__(self) -> None:
+        unset_absent_nulls(self)
+        self._check()
+
+    def _check(self) -> None:
+        """Validate the values (raise :func:`invalid`); the records with rules override it."""
 
 
 class _TaggedConfig(_Config, tag_field="type", frozen=True):
@@ -88,10 +100,10 @@ class AudioFormat(_Config, frozen=True):
     """A GA audio format: ``{"type": "audio/pcm", "rate": 24000}``, ``audio/pcmu`` or
     ``audio/pcma``. Use the constants :data:`PCM16`, :data:`PCMU`, :data:`PCMA`."""
 
-    type: str
+    type: str = "audio/pcm"  # optional in the GA types; audio/pcm is the only one with a rate
     rate_hz: int | UnsetType = msgspec.field(default=UNSET, name="rate")
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         if self.type not in AUDIO_FORMAT_TYPES:
             raise invalid(
                 "format.type",
@@ -125,25 +137,25 @@ PCMA: Final = AudioFormat(type="audio/pcma")
 class Transcription(_Config, frozen=True):
     """``audio.input.transcription``: asynchronous transcription of the user's audio."""
 
-    model: str | UnsetType | None = UNSET
-    language: str | UnsetType | None = UNSET
-    prompt: str | UnsetType | None = UNSET
-    delay: str | UnsetType | None = UNSET
-    keywords: list[str] | UnsetType | None = UNSET
-    languages: list[str] | UnsetType | None = UNSET
+    model: str | UnsetType = UNSET
+    language: str | UnsetType = UNSET
+    prompt: str | UnsetType = UNSET
+    delay: str | UnsetType = UNSET
+    keywords: list[str] | UnsetType = UNSET
+    languages: list[str] | UnsetType = UNSET
 
 
 class ServerVad(_TaggedConfig, tag="server_vad", frozen=True):
     """Threshold-based voice activity detection."""
 
-    threshold: float | UnsetType | None = UNSET
-    prefix_padding_ms: int | UnsetType | None = UNSET
-    silence_duration_ms: int | UnsetType | None = UNSET
+    threshold: float | UnsetType = UNSET
+    prefix_padding_ms: int | UnsetType = UNSET
+    silence_duration_ms: int | UnsetType = UNSET
     idle_timeout_ms: int | UnsetType | None = UNSET
-    create_response: bool | UnsetType | None = UNSET
-    interrupt_response: bool | UnsetType | None = UNSET
+    create_response: bool | UnsetType = UNSET
+    interrupt_response: bool | UnsetType = UNSET
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         path = "audio.input.turn_detection"
         if isinstance(self.threshold, float | int) and not 0.0 <= self.threshold <= 1.0:
             raise invalid(f"{path}.threshold", self.threshold, "a number from 0.0 to 1.0")
@@ -156,11 +168,11 @@ class ServerVad(_TaggedConfig, tag="server_vad", frozen=True):
 class SemanticVad(_TaggedConfig, tag="semantic_vad", frozen=True):
     """Turn detection that waits longer when the user sounds unfinished."""
 
-    eagerness: str | UnsetType | None = UNSET
-    create_response: bool | UnsetType | None = UNSET
-    interrupt_response: bool | UnsetType | None = UNSET
+    eagerness: str | UnsetType = UNSET
+    create_response: bool | UnsetType = UNSET
+    interrupt_response: bool | UnsetType = UNSET
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         if isinstance(self.eagerness, str) and self.eagerness not in EAGERNESS_VALUES:
             raise invalid(
                 "audio.input.turn_detection.eagerness",
@@ -176,9 +188,9 @@ class NoiseReduction(_Config, frozen=True):
     """``audio.input.noise_reduction``: ``near_field`` (headsets) or ``far_field`` (laptops)."""
 
     type: str
-    strength: float | UnsetType | None = UNSET
+    strength: float | UnsetType = UNSET
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         if self.type not in NOISE_REDUCTION_TYPES:
             raise invalid(
                 "audio.input.noise_reduction.type",
@@ -212,7 +224,7 @@ class AudioOutputConfig(_Config, frozen=True):
     voice: str | VoiceId | UnsetType = UNSET
     speed: float | UnsetType = UNSET
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         speed = self.speed
         if speed is not UNSET and not SPEED_MIN <= speed <= SPEED_MAX:
             raise invalid("audio.output.speed", speed, f"a number from {SPEED_MIN} to {SPEED_MAX}")
@@ -279,9 +291,9 @@ ToolChoice = Literal["auto", "none", "required"] | FunctionToolChoice | McpToolC
 class TracingConfig(_Config, frozen=True):
     """Explicit tracing settings (``"auto"`` picks defaults, ``None`` disables tracing)."""
 
-    workflow_name: str | UnsetType | None = UNSET
-    group_id: str | UnsetType | None = UNSET
-    metadata: dict[str, Any] | UnsetType | None = UNSET
+    workflow_name: str | UnsetType = UNSET
+    group_id: str | UnsetType = UNSET
+    metadata: dict[str, Any] | UnsetType = UNSET
 
 
 class RetentionRatioTruncation(_TaggedConfig, tag="retention_ratio", frozen=True):
@@ -290,7 +302,7 @@ class RetentionRatioTruncation(_TaggedConfig, tag="retention_ratio", frozen=True
     retention_ratio: float
     token_limits: dict[str, Any] | UnsetType | None = UNSET
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         if not 0.0 <= self.retention_ratio <= 1.0:
             raise invalid("truncation.retention_ratio", self.retention_ratio, "0.0 to 1.0")
 
@@ -298,7 +310,7 @@ class RetentionRatioTruncation(_TaggedConfig, tag="retention_ratio", frozen=True
 class Reasoning(_Config, frozen=True):
     """Reasoning effort, for reasoning Realtime models (``minimal`` … ``xhigh``)."""
 
-    effort: str | UnsetType | None = UNSET
+    effort: str | UnsetType = UNSET
 
 
 class Prompt(_Config, frozen=True):
@@ -346,12 +358,12 @@ class SessionConfig(_Config, frozen=True):
     tracing: Literal["auto"] | TracingConfig | UnsetType | None = UNSET
     truncation: Literal["auto", "disabled"] | RetentionRatioTruncation | UnsetType = UNSET
     prompt: Prompt | UnsetType | None = UNSET
-    include: list[str] | UnsetType | None = UNSET
-    reasoning: Reasoning | UnsetType | None = UNSET
-    parallel_tool_calls: bool | UnsetType | None = UNSET
+    include: list[str] | UnsetType = UNSET
+    reasoning: Reasoning | UnsetType = UNSET
+    parallel_tool_calls: bool | UnsetType = UNSET
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         check_output_modalities(self.output_modalities, "output_modalities")
         check_max_output_tokens(self.max_output_tokens, "max_output_tokens")
         if isinstance(self.tool_choice, str) and self.tool_choice not in TOOL_CHOICE_MODES:
@@ -422,13 +434,14 @@ _SCHEMA: Final[Schema] = {
 
 def _convert(normalized: dict[str, Any], cls: type[_T]) -> _T:
     """Type-check a normalised mapping; a type error names the field, the value and the type."""
+    given = drop_absent_nulls(normalized, cls)
     try:
-        return msgspec.convert(normalized, cls)
+        return msgspec.convert(given, cls)
     except msgspec.ValidationError as exc:
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, ConfigurationError):
             raise ConfigurationError(str(cause)) from None
         message = str(exc)
-        found, value = value_at(normalized, message)
+        found, value = value_at(given, message)
         detail = f" (got {value!r})" if found else ""
         raise ConfigurationError(f"invalid session config: {message}{detail}") from None

@@ -16,8 +16,19 @@ OpenAI-compatible chat-completions endpoint), ``faults`` (fault injection for te
 ``transcribe`` (input audio transcription), ``wire``, ``errors``, ``ids``.
 """
 
-from voxwire.server.chat import ChatCompletionsResponder, ChatEndpointError
 from voxwire.server.connection import RealtimeConnection
+from voxwire.server.engines.chat import ChatCompletionsResponder, ChatEndpointError
+from voxwire.server.engines.responder import (
+    CallTool,
+    Output,
+    Responder,
+    RulesResponder,
+    Say,
+    Scenario,
+    Turn,
+)
+from voxwire.server.engines.transcribe import Transcriber, Transcript, WhisperTranscriber
+from voxwire.server.engines.tts import NoVoiceError
 from voxwire.server.faults import (
     Delay,
     Drop,
@@ -27,20 +38,10 @@ from voxwire.server.faults import (
     SendMalformed,
     SendUnknown,
     faults_from_data,
-)
-from voxwire.server.responder import (
-    CallTool,
-    Output,
-    Responder,
-    RulesResponder,
-    Say,
-    Scenario,
-    Turn,
+    faults_from_file,
 )
 from voxwire.server.responses import Pacing
 from voxwire.server.server import RealtimeServer
-from voxwire.server.transcribe import Transcriber, Transcript, WhisperTranscriber
-from voxwire.server.tts import NoVoiceError
 
 __all__ = [
     "CallTool",
@@ -67,4 +68,5 @@ __all__ = [
     "Turn",
     "WhisperTranscriber",
     "faults_from_data",
+    "faults_from_file",
 ]

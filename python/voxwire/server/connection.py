@@ -20,15 +20,22 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from voxwire.protocol import ServerEvent
-from voxwire.server.errors import error_event
+from voxwire.server.core.errors import error_event
+from voxwire.server.core.ids import ServerIds
+from voxwire.server.core.session import (
+    CancelResponse,
+    ServerSession,
+    StartResponse,
+    TranscribeAudio,
+)
+from voxwire.server.core.wire import encode_server_event
+from voxwire.server.engines.responder import Responder
+from voxwire.server.engines.transcribe import Transcriber
+from voxwire.server.engines.tts import Voice
+from voxwire.server.engines.vad import TurnDetector
 from voxwire.server.faults import Fault, FaultInjector
-from voxwire.server.ids import ServerIds
-from voxwire.server.responder import Responder
 from voxwire.server.responses import Pacing, ResponseManager
-from voxwire.server.session import CancelResponse, ServerSession, StartResponse, TranscribeAudio
-from voxwire.server.transcribe import Transcriber, Transcriptions
-from voxwire.server.tts import Voice
-from voxwire.server.wire import encode_server_event
+from voxwire.server.transcriptions import Transcriptions
 
 __all__ = ["ConnectionSettings", "RealtimeConnection"]
 
@@ -62,6 +69,7 @@ class RealtimeConnection:
             expires_at=int(time.time() + settings.max_session_s),
             output_modalities=["audio"] if settings.voice is not None else ["text"],
             responding=lambda: self.responses.responding,
+            turn_detection=TurnDetector.from_session,
         )
         self.transcriptions = Transcriptions(self.session, self._send, settings.transcriber)
         self.responses = ResponseManager(

@@ -1,6 +1,6 @@
 """Running responses: one task per response, paced, cancellable, owned by :class:`ResponseManager`.
 
-A response's events come from :class:`~voxwire.server.response.ResponseBuilder`; this module
+A response's events come from :class:`~voxwire.server.core.response.ResponseBuilder`; this module
 decides *when* they go out. Text deltas go at ``Pacing.text_tokens_per_s``; audio goes in
 ``Pacing.audio_chunk_ms`` chunks at ``Pacing.audio_pace`` times real time (the real service also
 streams faster than real time), each chunk preceded by the transcript deltas of the words that
@@ -21,29 +21,20 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
-import msgspec
-from msgspec import UNSET
 from websockets.exceptions import ConnectionClosed
 
 from voxwire.protocol import (
-    AudioFormat,
-    InputAudio,
-    Item,
-    ItemReference,
-    MessageItem,
-    ResponseCreateParams,
     ServerEvent,
     StatusError,
-    VoiceId,
 )
-from voxwire.server.config import DEFAULT_VOICE
-from voxwire.server.errors import ServerError
-from voxwire.server.responder import CallTool, Output, Responder, Say, Turn
-from voxwire.server.response import EndStatus, ResponseBuilder, ResponseSpec
-from voxwire.server.session import CancelResponse, ServerSession, StartResponse
-from voxwire.server.tts import Voice
+from voxwire.server.core.errors import ServerError
+from voxwire.server.core.planning import plan_response
+from voxwire.server.core.response import EndStatus, ResponseBuilder
+from voxwire.server.core.session import CancelResponse, ServerSession, StartResponse
+from voxwire.server.engines.responder import CallTool, Output, Responder, Say, Turn
+from voxwire.server.engines.tts import Voice
 
 __all__ = ["Pacing", "ResponseManager"]
 
@@ -89,6 +80,10 @@ class _Run:
     task: asyncio.Task[None] | None = None
 
     @property
+    def response_id(self) -> str:
+        return self.builder.response_id
+
+    @property
     def cancelled(self) -> bool:
         return self.cancel_reason is not None
 
@@ -121,7 +116,7 @@ class ResponseManager:
         self._voice = voice
         self._pacing = pacing
         # Waits for what the responder needs that is still coming (the transcripts of the
-        # turn's audio: voxwire.server.transcribe.Transcriptions.settle).
+        # turn's audio: voxwire.server.engines.transcribe.Transcriptions.settle).
         self._before_respond = before_respond
         self._runs: dict[str, _Run] = {}
         self._in_conversation: _Run | None = None
@@ -139,10 +134,18 @@ class ResponseManager:
         try:
             if command.from_vad and self._in_conversation is not None:
                 return  # the VAD does not queue turns behind a response still running
-            run = self._prepare(command.params)
+            plan = plan_response(
+                session,
+                command.params,
+                active_response_id=(
+                    None if self._in_conversation is None else self._in_conversation.response_id
+                ),
+                has_voice=self._voice is not None,
+            )
         except ServerError as exc:
             await self._send([exc.event(session.ids, command.client_event_id)])
             return
+        run = _Run(plan.builder, plan.turn, plan.voice, plan.speed)
         await self._send(run.builder.created())
         self._runs[run.builder.response_id] = run
         if run.builder.spec.conversation_id is not None:
@@ -168,106 +171,19 @@ class ResponseManager:
             await run.task
 
     async def close(self) -> None:
-        """End every response without sending more (the connection is closing); idempotent."""
+        """End every response without sending more (the connection is closing); idempotent.
+        The tasks are cancelled, not waited for: one may be waiting for a voice or a chat
+        endpoint, which must not hold up the connection's end."""
         self._closing = True
         runs = list(self._runs.values())
         for run in runs:
             run.cancel_reason = run.cancel_reason or "client_cancelled"
             run.wake.set()
-        for run in runs:
             if run.task is not None:
-                await run.task
-
-    # --- preparing --------------------------------------------------------------------------------
-
-    def _prepare(self, params: ResponseCreateParams | None) -> _Run:
-        session, conversation = self._session.session, self._session.conversation
-        p = params if params is not None else ResponseCreateParams()
-        mode = "auto" if p.conversation is UNSET else p.conversation
-        if mode not in ("auto", "none"):
-            raise ServerError(
-                "invalid_value",
-                f"Invalid value: {mode!r}. Supported values are: 'auto' and 'none'.",
-                param="response.conversation",
-            )
-        if mode == "auto" and self._in_conversation is not None:
-            active = self._in_conversation.builder.response_id
-            raise ServerError(
-                "conversation_already_has_active_response",
-                f"Conversation already has an active response in progress: {active}. "
-                "Wait until the response is finished before creating a new one.",
-            )
-        modalities = (
-            session["output_modalities"] if p.output_modalities is UNSET else p.output_modalities
+                run.task.cancel()
+        await asyncio.gather(
+            *(run.task for run in runs if run.task is not None), return_exceptions=True
         )
-        if modalities not in (["audio"], ["text"]):
-            raise ServerError(
-                "invalid_value",
-                f"Invalid value: {modalities!r}. Supported values are: ['audio'] and ['text'].",
-                param="response.output_modalities",
-            )
-        if modalities == ["audio"] and self._voice is None:
-            raise ServerError(
-                "invalid_value",
-                "This voxwire server was started without a voice (text only): ask for "
-                "output_modalities ['text'], or restart it with text-to-speech.",
-                param="response.output_modalities",
-            )
-        out = session["audio"]["output"]
-        voice, fmt = out["voice"], msgspec.convert(out["format"], AudioFormat)
-        audio_params = p.audio.output if p.audio is not UNSET else UNSET
-        if audio_params is not UNSET:
-            voice = voice if audio_params.voice is UNSET else audio_params.voice
-            fmt = fmt if audio_params.format is UNSET else audio_params.format
-        context = self._context(p.input)
-        tools: list[dict[str, Any]] = (
-            session["tools"] if p.tools is UNSET else msgspec.to_builtins(p.tools)
-        )
-        tool_choice = session["tool_choice"] if p.tool_choice is UNSET else p.tool_choice
-        instructions = session["instructions"] if p.instructions is UNSET else p.instructions
-        max_tokens = (
-            session["max_output_tokens"] if p.max_output_tokens is UNSET else p.max_output_tokens
-        )
-        spec = ResponseSpec(
-            response_id=self._session.ids.response(),
-            conversation_id=self._session.conversation_id if mode == "auto" else None,
-            output_modalities=list(modalities),
-            voice=voice if isinstance(voice, str) else msgspec.convert(voice, VoiceId),
-            output_format=fmt,
-            max_output_tokens=max_tokens,
-            metadata=p.metadata if isinstance(p.metadata, dict) else None,
-            context=context,
-            context_audio_ms=sum(
-                conversation.audio_duration_ms(item.id, index)
-                for item in context
-                if isinstance(item, MessageItem) and item.id is not None
-                for index, part in enumerate(item.content)
-                if isinstance(part, InputAudio)
-            ),
-        )
-        turn = Turn(
-            items=context,
-            instructions=instructions,
-            tools=[t["name"] for t in tools if t.get("type") == "function"],
-            tool_specs=[t for t in tools if t.get("type") == "function"],
-            tool_choice=tool_choice if isinstance(tool_choice, str) else "required",
-        )
-        builder = ResponseBuilder(spec, self._session.ids, conversation)
-        return _Run(
-            builder=builder,
-            turn=turn,
-            voice=voice if isinstance(voice, str) else DEFAULT_VOICE,
-            speed=float(out.get("speed") or 1.0),
-        )
-
-    def _context(self, given: list[Item | ItemReference] | Any) -> list[Item]:
-        conversation = self._session.conversation
-        if given is UNSET:
-            return conversation.items()
-        items: list[Item] = []
-        for entry in given:
-            items.append(conversation.get(entry.id) if isinstance(entry, ItemReference) else entry)
-        return items
 
     # --- running ----------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ headers goes through a filter that redacts them.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -27,14 +28,14 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
-from voxwire.server.config import DEFAULT_MODEL
 from voxwire.server.connection import ConnectionSettings, RealtimeConnection
+from voxwire.server.core.config import DEFAULT_MODEL
+from voxwire.server.core.input_buffer import MAX_APPEND_BYTES
+from voxwire.server.engines.responder import Responder, RulesResponder, Scenario
+from voxwire.server.engines.transcribe import Transcriber, WhisperTranscriber
+from voxwire.server.engines.tts import ENGINES, Voice
 from voxwire.server.faults import Fault
-from voxwire.server.input_buffer import MAX_APPEND_BYTES
-from voxwire.server.responder import Responder, RulesResponder, Scenario
 from voxwire.server.responses import Pacing
-from voxwire.server.transcribe import Transcriber, WhisperTranscriber
-from voxwire.server.tts import ENGINES, Voice
 
 __all__ = ["RealtimeServer"]
 
@@ -45,6 +46,10 @@ SUBPROTOCOL: Final = Subprotocol("realtime")
 _KEY_SUBPROTOCOL: Final = "openai-insecure-api-key."
 # A 15 MiB append is ~20 MiB of base64 plus the JSON around it: receive it, then answer with
 # the service's error instead of dropping the connection.
+#: How long a connection waits for the client's answer to its close frame before cutting the
+#: TCP connection, and how long closing the whole server may take before the rest are cut.
+CLOSE_TIMEOUT_S: Final = 0.5
+SHUTDOWN_S: Final = 0.8
 MAX_FRAME_BYTES: Final = MAX_APPEND_BYTES * 4 // 3 + 1024 * 1024
 
 
@@ -74,14 +79,15 @@ class RealtimeServer:
 
     ``tts="auto"`` (default) speaks with espeak-ng when it is installed, else hibari;
     ``tts="hibari"`` / ``"espeak"`` choose one; with no voice available, :meth:`start` raises
-    :class:`~voxwire.server.tts.NoVoiceError` naming what to install. ``tts=None`` answers in
-    text only (sessions default to ``["text"]``).
+    :class:`~voxwire.server.engines.tts.NoVoiceError` naming what to install. ``tts=None``
+    answers in text only (sessions default to ``["text"]``).
     ``transcriber`` transcribes committed user audio when a session asks for it
     (``audio.input.transcription``): ``"auto"`` (default) is Whisper tiny.en through
     faster-whisper if the ``transcribe`` extra is installed, loaded on first use, shared by
-    every connection and closed with the server; a :class:`~voxwire.server.transcribe.Transcriber`
-    of your own stays yours to close; ``None`` (or ``"auto"`` without the extra) makes every
-    request fail with ``input_audio_transcription.failed`` naming what to install.
+    every connection and closed with the server; a
+    :class:`~voxwire.server.engines.transcribe.Transcriber` of your own stays yours to close;
+    ``None`` (or ``"auto"`` without the extra) makes every request fail
+    with ``input_audio_transcription.failed`` naming what to install.
     ``responder`` decides what is said (default: :class:`RulesResponder` over ``scenario``).
     ``faults`` (:mod:`voxwire.server.faults`) are armed on every connection; a test reaches one
     live connection through :attr:`connections` and arms faults on it alone with ``inject``.
@@ -169,19 +175,29 @@ class RealtimeServer:
                 max_size=MAX_FRAME_BYTES,
                 compression=None,
                 logger=_wire_log,
+                close_timeout=CLOSE_TIMEOUT_S,
             )
         except BaseException:
             self._close_voice()
             raise
 
     async def close(self) -> None:
-        """Stop listening, close every connection and wait for their tasks; idempotent."""
+        """Stop listening, close every connection (a close frame, 1001) and wait for their
+        tasks; idempotent. Bounded: a client that does not answer the close frame within
+        ``CLOSE_TIMEOUT_S`` is cut off, and nothing waits for a voice, a transcription or a
+        chat endpoint still working (their threads are dropped)."""
         if self._closed:
             return
         self._closed = True
         if self._server is not None:
             self._server.close(close_connections=True)
-            await self._server.wait_closed()
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), SHUTDOWN_S)
+            except asyncio.TimeoutError:
+                # A connection stuck past its close timeout (a peer that reads nothing): cut.
+                for ws in self._connections:
+                    ws.transport.abort()
+                await self._server.wait_closed()
         self._close_voice()
 
     def _close_voice(self) -> None:

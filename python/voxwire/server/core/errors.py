@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from voxwire.protocol import ErrorEvent, ErrorInfo
-from voxwire.server.ids import ServerIds
+from voxwire.server.core.ids import ServerIds
 
 __all__ = ["INVALID_REQUEST", "ServerError", "error_event"]
 

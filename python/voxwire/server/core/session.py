@@ -55,12 +55,17 @@ from voxwire.protocol import (
     decode_client_event,
     parse_object,
 )
-from voxwire.server.config import apply_update, default_session, input_format
-from voxwire.server.conversation import ServerConversation
-from voxwire.server.errors import ServerError, error_event
-from voxwire.server.ids import ServerIds
-from voxwire.server.input_buffer import InputAudioBuffer
-from voxwire.server.vad import SpeechStarted, SpeechStopped, TurnDetector, VadTimeout
+from voxwire.server.core.config import apply_update, default_session, input_format
+from voxwire.server.core.conversation import ServerConversation
+from voxwire.server.core.errors import ServerError, error_event
+from voxwire.server.core.ids import ServerIds
+from voxwire.server.core.input_buffer import InputAudioBuffer
+from voxwire.server.core.turn_detection import (
+    SpeechStarted,
+    SpeechStopped,
+    TurnDetectionFactory,
+    VadTimeout,
+)
 
 __all__ = ["CancelResponse", "Command", "ServerSession", "StartResponse", "TranscribeAudio"]
 
@@ -121,6 +126,7 @@ class ServerSession:
         expires_at: int,
         output_modalities: list[str],
         responding: Callable[[], bool],
+        turn_detection: TurnDetectionFactory,
     ) -> None:
         self.ids = ids
         self.session: dict[str, Any] = default_session(
@@ -134,7 +140,7 @@ class ServerSession:
         self.assistant_audio_sent = False
         self._responding = responding
         self._input = InputAudioBuffer(input_format(self.session).sample_format)
-        self._vad = TurnDetector.from_session(self.session, ids)
+        self._vad = turn_detection(self.session, ids)
 
     # --- events out -------------------------------------------------------------------------------
 
@@ -272,7 +278,7 @@ class ServerSession:
         transcription = self.session["audio"]["input"]["transcription"]
         if transcription is not None:
             # GA: "Transcription begins when the input audio buffer is committed by the client
-            # or server"; it runs beside the response (voxwire.server.transcribe).
+            # or server"; it runs beside the response (voxwire.server.engines.transcribe).
             outcome.append(
                 TranscribeAudio(
                     item_id=item_id,
@@ -367,8 +373,7 @@ class ServerSession:
                 self.ids,
                 "invalid_event",
                 "The 'type' field is missing.",
-                param="type",
-                client_event_id=client_event_id,
+                client_event_id=client_event_id,  # param null, as recorded (error traces)
             )
         if kind not in CLIENT_EVENT_TYPES:
             return error_event(

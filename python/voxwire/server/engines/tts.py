@@ -28,7 +28,6 @@ must not do, so every service voice name speaks with ``heart``.
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import ctypes.util
 import importlib.util
@@ -36,7 +35,6 @@ import os
 import re
 import threading
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -46,6 +44,7 @@ import numpy.typing as npt
 
 from voxwire.audio import Resampler, g711
 from voxwire.exceptions import ConfigurationError
+from voxwire.server.engines.worker import Worker
 
 __all__ = [
     "ENGINES",
@@ -384,7 +383,7 @@ class Voice:
 
     def __init__(self, engine: SpeechEngine) -> None:
         self._engine = engine
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="voxwire-tts")
+        self._worker = Worker("voxwire-tts")
 
     @property
     def engine(self) -> str:
@@ -398,10 +397,7 @@ class Voice:
         return cls(_load_engine(engine))
 
     async def speak(self, text: str, voice: str, speed: float, format_type: str) -> SpokenAudio:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._executor, self.speak_blocking, text, voice, speed, format_type
-        )
+        return await self._worker.run(lambda: self.speak_blocking(text, voice, speed, format_type))
 
     def speak_blocking(self, text: str, voice: str, speed: float, format_type: str) -> SpokenAudio:
         speech = self._engine.synthesize(text, voice, speed)
@@ -430,5 +426,6 @@ class Voice:
         )
 
     def close(self) -> None:
-        """Stop the worker thread (idempotent); a synthesis in progress finishes first."""
-        self._executor.shutdown(wait=True)
+        """Stop the worker thread (idempotent) without waiting: a synthesis in progress is
+        left to finish unobserved, so that a server stops at once."""
+        self._worker.close()

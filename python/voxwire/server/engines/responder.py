@@ -46,21 +46,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 from voxwire.exceptions import ConfigurationError
-from voxwire.protocol import (
-    FunctionCallItem,
-    FunctionCallOutputItem,
-    InputAudio,
-    InputText,
-    Item,
-    MessageItem,
-    parse_say_instructions,
-)
+from voxwire.protocol import parse_say_instructions
+from voxwire.server.core.turn import CallTool, Output, Say, Turn
 
 __all__ = [
     "CallTool",
@@ -72,7 +65,7 @@ __all__ = [
     "Scenario",
     "Turn",
     "handoff_tool_name",
-]
+]  # Say, CallTool, Output and Turn live in voxwire.server.core.turn (the pure core).
 
 _PLACEHOLDER: Final = re.compile(r"\{([A-Za-z_][\w.]*)\}")
 _NOT_NAME: Final = re.compile(r"[^a-z0-9_]+")
@@ -86,62 +79,6 @@ def handoff_tool_name(agent: str) -> str:
     ``voxwire.agents.handoff.transfer_tool_name``, which the server may not import."""
     slug = _NOT_NAME.sub("_", agent.lower()).strip("_") or "agent"
     return (HANDOFF_PREFIX + slug)[:64]
-
-
-@dataclass(frozen=True)
-class Say:
-    """An assistant message (spoken or written, as the response's modality says)."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class CallTool:
-    """A function call; ``arguments`` is JSON text."""
-
-    name: str
-    arguments: str
-
-
-Output = Say | CallTool
-
-
-@dataclass(frozen=True)
-class Turn:
-    """What a responder decides from."""
-
-    items: Sequence[Item]
-    instructions: str
-    tools: Sequence[str]
-    tool_choice: str
-    #: The declared function tools as the client sent them (``name``, ``description``,
-    #: ``parameters``), for responders that pass them on to a model.
-    tool_specs: Sequence[Mapping[str, Any]] = ()
-
-    @property
-    def user_text(self) -> str:
-        """The user's last message: its text parts and audio transcripts, joined."""
-        for item in reversed(self.items):
-            if isinstance(item, MessageItem) and item.role == "user":
-                parts = []
-                for part in item.content:
-                    if isinstance(part, InputText):
-                        parts.append(part.text)
-                    elif isinstance(part, InputAudio) and part.transcript:
-                        parts.append(part.transcript)
-                return " ".join(parts)
-        return ""
-
-    @property
-    def tool_output(self) -> tuple[str, str] | None:
-        """``(tool name, output)`` if the last item is a function call's output."""
-        if not self.items or not isinstance(self.items[-1], FunctionCallOutputItem):
-            return None
-        output = self.items[-1]
-        for item in reversed(self.items):
-            if isinstance(item, FunctionCallItem) and item.call_id == output.call_id:
-                return item.name, output.output
-        return None
 
 
 class Responder(Protocol):

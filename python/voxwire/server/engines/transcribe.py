@@ -18,43 +18,31 @@ owns: utterances are transcribed one at a time, in commit order, and the event l
 for them.
 
 The local responder decides from the user's words, so a response whose context holds an item
-still being transcribed waits for that transcript before it decides (:meth:`Transcriptions.settle`)
-— its ``response.created`` still goes out at once; only its output comes after the transcript.
+still being transcribed waits for that transcript before it decides
+(:meth:`voxwire.server.transcriptions.Transcriptions.settle`) — its ``response.created`` still
+goes out at once; only its output comes after the transcript.
 The real model hears the audio itself and need not wait; this is the one place the local server
 orders events more strictly than the service does, and clients may not rely on either order.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import importlib.metadata
 import importlib.util
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
-from websockets.exceptions import ConnectionClosed
 
 from voxwire.audio import Resampler, g711
-from voxwire.protocol import (
-    InputAudioTranscriptionFailed,
-    InputTokenDetails,
-    MessageItem,
-    ServerEvent,
-    TranscriptDurationUsage,
-    TranscriptionError,
-    TranscriptTokenUsage,
-)
-from voxwire.server.responder import Turn
-from voxwire.server.session import TRANSCRIPTION_MISSING, ServerSession, TranscribeAudio
+from voxwire.protocol import InputTokenDetails, TranscriptDurationUsage, TranscriptTokenUsage
+from voxwire.server.engines.worker import Worker
 
 __all__ = [
     "MODEL_FILES_SHA256",
@@ -63,7 +51,6 @@ __all__ = [
     "Transcriber",
     "Transcript",
     "TranscriptionUnavailable",
-    "Transcriptions",
     "WhisperTranscriber",
     "to_whisper_input",
 ]
@@ -205,7 +192,7 @@ class WhisperTranscriber:
         self._expected = expected_sha256
         self._cpu_threads = cpu_threads
         self._beam_size = beam_size
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="voxwire-whisper")
+        self._worker = Worker("voxwire-whisper")
         # Set on the worker thread (or by load_blocking() before any transcription is asked).
         self._model: Any = None
         self._load_error: TranscriptionUnavailable | None = None
@@ -221,9 +208,8 @@ class WhisperTranscriber:
     async def transcribe(
         self, audio: bytes, format_type: str, *, language: str | None, prompt: str | None
     ) -> Transcript:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._executor, self.transcribe_blocking, audio, format_type, language, prompt
+        return await self._worker.run(
+            lambda: self.transcribe_blocking(audio, format_type, language, prompt)
         )
 
     def transcribe_blocking(
@@ -303,8 +289,9 @@ class WhisperTranscriber:
         return self._model
 
     def close(self) -> None:
-        """Stop the worker thread (idempotent); a transcription in progress finishes first."""
-        self._executor.shutdown(wait=True)
+        """Stop the worker thread (idempotent) without waiting: a transcription in progress is
+        left to finish unobserved, so that a server stops at once."""
+        self._worker.close()
         self._model = None
 
 
@@ -324,111 +311,3 @@ def transcription_usage(
         total_tokens=audio_tokens + text_tokens + output_tokens,
         input_token_details=InputTokenDetails(text_tokens=text_tokens, audio_tokens=audio_tokens),
     )
-
-
-Send = Callable[[Sequence[ServerEvent]], Awaitable[None]]
-
-
-class Transcriptions:
-    """One connection's transcriptions: a task per committed item, owned and awaited here.
-
-    ``transcriber=None``: the server has no engine, and every request fails at once with
-    :data:`~voxwire.server.session.TRANSCRIPTION_MISSING` (what to install).
-    """
-
-    def __init__(self, session: ServerSession, send: Send, transcriber: Transcriber | None) -> None:
-        self._session = session
-        self._send = send
-        self._transcriber = transcriber
-        self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._done: dict[str, asyncio.Event] = {}
-
-    async def start(self, request: TranscribeAudio) -> None:
-        if self._transcriber is None:
-            await self._send([self._failed(request, "transcription_unavailable", None)])
-            return
-        self._done[request.item_id] = asyncio.Event()
-        self._tasks[request.item_id] = asyncio.create_task(
-            self._run(self._transcriber, request), name=f"voxwire-transcribe-{request.item_id}"
-        )
-
-    async def _run(self, transcriber: Transcriber, request: TranscribeAudio) -> None:
-        events: list[ServerEvent]
-        try:
-            try:
-                transcript = await transcriber.transcribe(
-                    request.audio,
-                    request.format_type,
-                    language=request.language,
-                    prompt=request.prompt,
-                )
-            except TranscriptionUnavailable as exc:
-                events = [self._failed(request, "transcription_unavailable", str(exc))]
-            except Exception as exc:  # the engine's failure ends this item's transcription only
-                log.exception("transcription of %s failed", request.item_id)
-                events = [self._failed(request, "transcription_failed", f"{exc}")]
-            else:
-                usage = transcription_usage(request.model, transcript, request.prompt)
-                events = self._session.transcribed(
-                    request.item_id, request.content_index, list(transcript.pieces), usage
-                )
-            with contextlib.suppress(ConnectionClosed):
-                await self._send(events)
-        finally:
-            # Only now may a response waiting for this transcript go on: its output must come
-            # after the transcript's events.
-            self._tasks.pop(request.item_id, None)
-            done = self._done.pop(request.item_id, None)
-            if done is not None:
-                done.set()
-
-    def _failed(
-        self, request: TranscribeAudio, code: str, message: str | None
-    ) -> InputAudioTranscriptionFailed:
-        if message is None:
-            message = TRANSCRIPTION_MISSING
-        else:
-            message = f"Input audio transcription failed: {message}"
-        return InputAudioTranscriptionFailed(
-            event_id=self._session.ids.event(),
-            item_id=request.item_id,
-            content_index=request.content_index,
-            error=TranscriptionError(type="transcription_error", code=code, message=message),
-        )
-
-    async def settle(self, turn: Turn, wake: asyncio.Event) -> Turn:
-        """``turn`` once the transcripts of its items are in (or ``wake`` is set: the response
-        was cancelled), with those items as the conversation now holds them."""
-        waited = {
-            item.id
-            for item in turn.items
-            if isinstance(item, MessageItem) and item.id is not None and item.id in self._done
-        }
-        if not waited:
-            return turn
-        transcribed = asyncio.ensure_future(
-            asyncio.gather(*(self._done[item_id].wait() for item_id in waited))
-        )
-        woken = asyncio.ensure_future(wake.wait())
-        either: set[asyncio.Future[Any]] = {transcribed, woken}
-        try:
-            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            transcribed.cancel()
-            woken.cancel()
-            await asyncio.gather(transcribed, woken, return_exceptions=True)
-        conversation = self._session.conversation
-        items = [
-            conversation.get(item.id) if item.id in waited and item.id in conversation else item
-            for item in turn.items
-        ]
-        return replace(turn, items=items)
-
-    async def close(self) -> None:
-        """Stop waiting for every transcription (the connection is closing); idempotent."""
-        tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for done in self._done.values():
-            done.set()

@@ -45,15 +45,11 @@ import numpy.typing as npt
 import webrtcvad  # type: ignore[import-untyped]  # no stubs or py.typed
 
 from voxwire.audio import Resampler, g711
-from voxwire.protocol import (
-    InputAudioBufferSpeechStarted,
-    InputAudioBufferSpeechStopped,
-    InputAudioBufferTimeoutTriggered,
-)
 from voxwire.protocol.units import G711_8K, PCM16_24K
-from voxwire.server.ids import ServerIds
+from voxwire.server.core.ids import ServerIds
+from voxwire.server.core.turn_detection import Signal, SpeechStarted, SpeechStopped, VadTimeout
 
-__all__ = ["SpeechStarted", "SpeechStopped", "TurnDetector", "VadTimeout", "completeness"]
+__all__ = ["TurnDetector", "completeness"]
 
 VAD_RATE_HZ: Final = 16_000
 FRAME_MS: Final = 20
@@ -74,46 +70,6 @@ _SILENT_DB: Final = -70.0
 _HANGOVER_DB: Final = 30.0  # frames this far below the turn's median carry no voice
 _EDGE_DB: Final = 9.0
 _TREND_FRAMES: Final = 5
-
-
-@dataclass(frozen=True)
-class SpeechStarted:
-    item_id: str
-    audio_start_ms: int
-
-    def event(self, ids: ServerIds) -> InputAudioBufferSpeechStarted:
-        return InputAudioBufferSpeechStarted(
-            event_id=ids.event(), item_id=self.item_id, audio_start_ms=self.audio_start_ms
-        )
-
-
-@dataclass(frozen=True)
-class SpeechStopped:
-    item_id: str
-    audio_end_ms: int
-
-    def event(self, ids: ServerIds) -> InputAudioBufferSpeechStopped:
-        return InputAudioBufferSpeechStopped(
-            event_id=ids.event(), item_id=self.item_id, audio_end_ms=self.audio_end_ms
-        )
-
-
-@dataclass(frozen=True)
-class VadTimeout:
-    item_id: str
-    audio_start_ms: int
-    audio_end_ms: int
-
-    def event(self, ids: ServerIds) -> InputAudioBufferTimeoutTriggered:
-        return InputAudioBufferTimeoutTriggered(
-            event_id=ids.event(),
-            item_id=self.item_id,
-            audio_start_ms=self.audio_start_ms,
-            audio_end_ms=self.audio_end_ms,
-        )
-
-
-Signal = SpeechStarted | SpeechStopped | VadTimeout
 
 
 @dataclass(frozen=True)

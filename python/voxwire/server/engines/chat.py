@@ -27,7 +27,6 @@ endpoint is usually on loopback), bounded by ``timeout_s``. The API key, if any,
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import urllib.error
@@ -47,7 +46,8 @@ from voxwire.protocol import (
     OutputAudio,
     OutputText,
 )
-from voxwire.server.responder import CallTool, Output, Say, Turn
+from voxwire.server.core.turn import CallTool, Output, Say, Turn
+from voxwire.server.engines.worker import in_daemon_thread
 
 __all__ = ["ChatCompletionsResponder", "ChatEndpointError", "chat_request"]
 
@@ -93,7 +93,8 @@ class ChatCompletionsResponder:
 
     async def respond(self, turn: Turn) -> list[Output]:
         body = {**chat_request(turn, self.model), **self.extra_body}
-        reply = await asyncio.to_thread(self._post, json.dumps(body).encode())
+        data = json.dumps(body).encode()
+        reply = await in_daemon_thread(lambda: self._post(data), "voxwire-chat")
         return self._outputs(reply, turn)
 
     # --- HTTP -------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ import msgspec
 
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import AudioFormat, SessionConfig
-from voxwire.server.errors import ServerError
+from voxwire.server.core.errors import ServerError
 
 __all__ = [
     "DEFAULT_INSTRUCTIONS",
@@ -174,7 +174,11 @@ def _check_shape(raw: Mapping[str, Any]) -> None:
     if isinstance(audio, dict):
         for side in ("input", "output"):
             half = audio.get(side)
-            if isinstance(half, dict) and "format" in half and not isinstance(half["format"], dict):
+            if (
+                isinstance(half, dict)
+                and half.get("format") is not None
+                and not isinstance(half["format"], dict)
+            ):
                 raise ServerError(
                     "invalid_type",
                     f"Invalid type for 'session.audio.{side}.format': expected an object such as "

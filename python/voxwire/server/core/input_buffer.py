@@ -13,7 +13,7 @@ from typing import Final
 
 from voxwire.protocol import samples_to_ms
 from voxwire.protocol.units import SampleFormat
-from voxwire.server.errors import ServerError
+from voxwire.server.core.errors import ServerError
 
 __all__ = ["MAX_APPEND_BYTES", "MIN_COMMIT_MS", "InputAudioBuffer"]
 

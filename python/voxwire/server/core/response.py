@@ -69,8 +69,8 @@ from voxwire.protocol import (
     Usage,
     VoiceId,
 )
-from voxwire.server.conversation import ServerConversation
-from voxwire.server.ids import ServerIds
+from voxwire.server.core.conversation import ServerConversation
+from voxwire.server.core.ids import ServerIds
 
 __all__ = ["ResponseBuilder", "ResponseSpec"]
 

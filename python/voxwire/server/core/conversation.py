@@ -5,7 +5,7 @@ Items are the protocol core's typed records. The server keeps audio out of the i
 real service does) and keeps it here, per ``(item_id, content_index)``, for
 ``conversation.item.retrieve`` and ``conversation.item.truncate``.
 
-Every method that can fail raises :class:`~voxwire.server.errors.ServerError` with the real
+Every method that can fail raises :class:`~voxwire.server.core.errors.ServerError` with the real
 service's code and leaves the conversation unchanged.
 """
 
@@ -26,7 +26,7 @@ from voxwire.protocol import (
     samples_to_ms,
 )
 from voxwire.protocol.units import SampleFormat
-from voxwire.server.errors import ServerError
+from voxwire.server.core.errors import ServerError
 
 __all__ = ["MAX_CLIENT_ITEM_ID_CHARS", "ServerConversation"]
 
