@@ -81,6 +81,7 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.audio",
             "voxwire._core",
             "voxwire.exceptions",
+            "voxwire.logs",
         },
         # faster_whisper, hibari: the optional transcription and voice engines (server extras,
         # imported when used).
@@ -108,6 +109,8 @@ RULES: dict[str, dict[str, set[str]]] = {
     },
     # The exception tree is the root every layer imports: it imports nothing of voxwire.
     "exceptions.py": {"voxwire": set(), "third_party": set(), "no_stdlib": NO_IO},
+    # The secret-redacting log filter the client and the server pump share: standard library only.
+    "logs.py": {"voxwire": set(), "third_party": set(), "no_stdlib": NO_IO},
     # The package's front door: the version, the exceptions, and lazily the client.
     "__init__.py": {
         "voxwire": {"voxwire._core", "voxwire.exceptions", "voxwire.agents", "voxwire.asyncio"},

@@ -10,7 +10,7 @@ from tests.audio.signals import sine, to_int16
 from voxwire.audio import AudioInput, BargeInDetector, Resampler
 from voxwire.exceptions import ConfigurationError
 
-tts = pytest.importorskip("voxwire.server.tts")
+tts = pytest.importorskip("voxwire.server.engines.tts")
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
+from voxwire.logs import redacted_logger
 from voxwire.server.connection import ConnectionSettings, RealtimeConnection
 from voxwire.server.core.config import DEFAULT_MODEL
 from voxwire.server.core.input_buffer import MAX_APPEND_BYTES
@@ -53,25 +54,7 @@ SHUTDOWN_S: Final = 0.8
 MAX_FRAME_BYTES: Final = MAX_APPEND_BYTES * 4 // 3 + 1024 * 1024
 
 
-class _RedactSecrets(logging.Filter):
-    """Redacts header values that carry credentials from websockets' debug log."""
-
-    _SECRET_HEADERS: Final = frozenset({"authorization", "sec-websocket-protocol", "api-key"})
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args
-        if (
-            isinstance(args, tuple)
-            and len(args) == 2
-            and isinstance(args[0], str)
-            and args[0].lower() in self._SECRET_HEADERS
-        ):
-            record.args = (args[0], "[redacted]")
-        return True
-
-
-_wire_log = logging.getLogger("voxwire.server.websockets")
-_wire_log.addFilter(_RedactSecrets())
+_wire_log = redacted_logger("voxwire.server.websockets")
 
 
 class RealtimeServer:
