@@ -64,6 +64,28 @@ def test_interrupt_mid_item_counts_prebuffer_and_latency_exactly() -> None:
     assert out.underruns == 0
 
 
+def test_unheard_samples_include_the_device_buffer_until_it_played_out() -> None:
+    speaker = MemoryOutput(24_000, period_ms=10, latency_ms=30, prebuffer_ms=0)
+    out = speaker.output
+    assert out.unheard_samples == 0
+    push_in_deltas(out, "a", const(500, 100))
+    out.end("a", 0)
+    assert out.unheard_samples == 100 * 24
+    speaker.advance(10)  # all 100 ms handed over; 70 ms heard, 30 ms in the device buffer
+    assert out.ring.readable_samples == 0
+    assert out.unheard_samples == 30 * 24
+    speaker.advance(2)
+    assert out.unheard_samples == 10 * 24
+    speaker.advance(1)
+    assert out.unheard_samples == 0
+    push_in_deltas(out, "b", const(500, 100))
+    speaker.advance(5)  # 50 ms handed, 20 ms heard
+    out.interrupt()  # the 50 ms not handed over are dropped; the device buffer still plays
+    assert out.unheard_samples == 30 * 24
+    speaker.advance(3)
+    assert out.unheard_samples == 0
+
+
 def test_fade_after_interrupt_has_no_click_and_the_device_buffer_plays_out() -> None:
     speaker = MemoryOutput(24_000, period_ms=10, latency_ms=20, prebuffer_ms=0, fade_ms=4)
     out = speaker.output

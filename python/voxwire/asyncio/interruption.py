@@ -3,10 +3,11 @@
 An interruption — the user's speech (server VAD's ``input_audio_buffer.speech_started``),
 ``session.interrupt()``, an output guardrail trip, a lost connection — stops playback and
 truncates each assistant item to what the listener heard. What was heard comes, in this order,
-from the application (samples it played itself), from the attached audio output's playback
-clock (exact, to the sample), or else everything received counts as heard. The protocol core
-plans and queues the truncates and deletes (``RealtimeProtocol.interrupt``); this part collects
-the played samples, tells metrics, and emits ``audio_interrupted`` per item.
+from the application (samples it played itself), from the attached audio output (exact, to the
+sample; an ``AudioOutput`` also drops its unplayed audio and fades out), or else everything
+received counts as heard. The protocol core plans and queues the truncates and deletes
+(``RealtimeProtocol.interrupt``); this part collects the played samples, tells metrics, and
+emits ``audio_interrupted`` per item.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from collections.abc import Callable, Mapping
 
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.metrics import MetricsRecorder
+from voxwire.asyncio.playback import OutputPath
 from voxwire.asyncio.translate import turn_interrupts_response
-from voxwire.audio import PlaybackSink
 from voxwire.protocol import server_events as se
 from voxwire.protocol.audio_ledger import SegmentKey
 from voxwire.protocol.client_events import ConversationItemDelete, ConversationItemTruncate
@@ -31,19 +32,19 @@ class Interrupter:
     def __init__(
         self,
         protocol: Callable[[], RealtimeProtocol],
-        sink: PlaybackSink | None,
+        output: OutputPath | None,
         metrics: MetricsRecorder,
         emit: Callable[[ev.SessionEvent], None],
     ) -> None:
         self._protocol = protocol
-        self._sink = sink
+        self._output = output
         self._metrics = metrics
         self._emit = emit
 
     @property
     def playing(self) -> bool:
         """The audio output holds audio the listener has not heard yet."""
-        return self._sink is not None and self._sink.clock.buffered_samples > 0
+        return self._output is not None and self._output.unheard_samples > 0
 
     def on_server_event(self, event: se.ReceivedEvent) -> None:
         """Server VAD heard the user start speaking. If it cuts the response
@@ -92,8 +93,9 @@ class Interrupter:
     ) -> dict[SegmentKey, int]:
         if played_samples is not None:
             return dict(played_samples)
-        if self._sink is not None:
-            return {(r.item_id, r.content_index): r.played_samples for r in self._sink.interrupt()}
+        if self._output is not None:
+            cut = self._output.interrupt()
+            return {(r.item_id, r.content_index): r.played_samples for r in cut}
         in_progress = set(protocol.responses_in_progress)
         return {
             segment.key: segment.received_samples

@@ -18,6 +18,7 @@ import msgspec
 from voxwire.agents.agent import RealtimeAgent, agent_session_config
 from voxwire.agents.guardrail import DEFAULT_DEBOUNCE_CHARS, default_feedback
 from voxwire.asyncio.endpoint import ApiKeySource, build_url
+from voxwire.asyncio.playback import AudioOutputTarget, attached_output
 from voxwire.asyncio.reconnect import ReconnectPolicy
 from voxwire.asyncio.tools import DEFAULT_REJECTION_MESSAGE
 from voxwire.asyncio.tracing import SessionTracer, TracingSetting, tracing_setting
@@ -27,7 +28,6 @@ from voxwire.asyncio.transport import (
     ConnectRequest,
     connect_websocket,
 )
-from voxwire.audio import PlaybackClock
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.ids import CounterIds, IdFactory
@@ -51,7 +51,7 @@ class SessionOptions:
     fallback_urls: Sequence[str] = ()
     config: SessionConfig | Mapping[str, Any] | None = None
     wait_for_session_updated: bool = False
-    audio_output: PlaybackClock | None = None
+    audio_output: AudioOutputTarget | None = None
     raw_server_events: bool = False
     max_queued_events: int = 1024
     open_timeout_s: float = 10.0
@@ -132,10 +132,11 @@ class SessionOptions:
         self._set("headers", headers)
 
     def _check_output_and_timeouts(self) -> None:
-        if not isinstance(self.audio_output, PlaybackClock | None):
+        if self.audio_output is not None and attached_output(self.audio_output) is None:
             raise ConfigurationError(
                 f"audio_output={self.audio_output!r} is invalid: expected a "
-                "voxwire.audio.PlaybackClock"
+                "voxwire.audio.AudioOutput, a speaker holding one as .output (MemoryOutput, "
+                "WavFileOutput, SoundDeviceOutput) or a voxwire.audio.PlaybackClock"
             )
         for name, timeout in (
             ("open_timeout_s", self.open_timeout_s),

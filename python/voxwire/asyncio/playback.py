@@ -1,8 +1,15 @@
-"""The session's side of an audio output (``RealtimeSession(audio_output=PlaybackClock)``).
+"""The session's side of an audio output (``RealtimeSession(audio_output=...)``).
 
-* :class:`AudioOutputFeed` takes the server events that carry assistant audio and feeds the
-  pure output path (:class:`voxwire.audio.PlaybackSink`: G.711 decode, resampling, clock push),
-  in the format the server says it sends (:func:`output_format`).
+* :func:`output_path` turns what the application attached into an :class:`OutputPath` — the
+  one face the session's parts use: ``push`` / ``end`` a content part's deltas, ``interrupt``
+  (what each cut item had been heard), and the ``clock`` to watch. A bare
+  :class:`~voxwire.audio.PlaybackClock` gets a :class:`~voxwire.audio.PlaybackSink` over it; an
+  :class:`~voxwire.audio.AudioOutput` (or a speaker holding one as ``.output``:
+  ``MemoryOutput``, ``WavFileOutput``, ``SoundDeviceOutput``) is used as it is
+  (:class:`AudioOutputPath`), so its prebuffer, fade, output latency and underrun counts apply.
+* :class:`AudioOutputFeed` takes the server events that carry assistant audio and feeds that
+  path (G.711 decode, resampling, clock push), in the format the server says it sends
+  (:func:`output_format`).
 * :class:`PlaybackMonitor` is the one watcher of the clock. A
   :class:`~voxwire.audio.PlaybackClock` has no callback — the audio device pops its ring from
   its own thread — so while anyone waits for what the listener hears (the first sample of a
@@ -16,14 +23,107 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Protocol, TypeAlias
 
 from voxwire.asyncio import events as ev
-from voxwire.audio import PlaybackClock, PlaybackSink
+from voxwire.audio import AudioOutput, ItemPlayback, PlaybackClock, PlaybackSink
 from voxwire.protocol import server_events as se
 from voxwire.protocol.audio_ledger import SegmentKey
 from voxwire.protocol.config import AudioConfig, AudioFormat, AudioOutputConfig, SessionConfig
 
-__all__ = ["AudioOutputFeed", "PlaybackMonitor", "output_format"]
+__all__ = [
+    "AudioOutputFeed",
+    "AudioOutputPath",
+    "AudioOutputTarget",
+    "ClockPath",
+    "HasAudioOutput",
+    "OutputPath",
+    "PlaybackMonitor",
+    "output_format",
+    "output_path",
+]
+
+
+class OutputPath(Protocol):
+    """Where a session's assistant audio goes (:class:`~voxwire.audio.PlaybackSink` is one)."""
+
+    @property
+    def clock(self) -> PlaybackClock: ...
+
+    @property
+    def unheard_samples(self) -> int: ...
+
+    def push(self, key: SegmentKey, data: bytes, format_type: str, rate_hz: int) -> int: ...
+
+    def end(self, key: SegmentKey) -> int: ...
+
+    def interrupt(self) -> list[ItemPlayback]: ...
+
+
+class HasAudioOutput(Protocol):
+    """A speaker holding its :class:`~voxwire.audio.AudioOutput` as ``.output``."""
+
+    @property
+    def output(self) -> AudioOutput: ...
+
+
+AudioOutputTarget: TypeAlias = PlaybackClock | AudioOutput | HasAudioOutput
+"""What ``RealtimeSession(audio_output=...)`` accepts."""
+
+
+def attached_output(target: object) -> PlaybackClock | AudioOutput | None:
+    """The clock or output behind ``target``, or ``None`` if it is neither (nor holds one)."""
+    if isinstance(target, PlaybackClock | AudioOutput):
+        return target
+    inner = getattr(target, "output", None)
+    return inner if isinstance(inner, AudioOutput) else None
+
+
+class ClockPath(PlaybackSink):
+    """A bare :class:`~voxwire.audio.PlaybackClock` as a session's output path: what the device
+    has not popped from the ring is what the listener has not heard."""
+
+    @property
+    def unheard_samples(self) -> int:
+        return self.clock.buffered_samples
+
+
+class AudioOutputPath:
+    """An :class:`~voxwire.audio.AudioOutput` as a session's output path: deltas through its
+    ``push`` / ``end`` (part tracking: prebuffer, underruns, first-sample timings), cuts through
+    its ``interrupt`` (drop the unplayed audio, fade out)."""
+
+    def __init__(self, output: AudioOutput) -> None:
+        self.output = output
+
+    @property
+    def clock(self) -> PlaybackClock:
+        return self.output.clock
+
+    @property
+    def unheard_samples(self) -> int:
+        return self.output.unheard_samples
+
+    def push(self, key: SegmentKey, data: bytes, format_type: str, rate_hz: int) -> int:
+        return self.output.push(key[0], key[1], data, format_type, rate_hz)
+
+    def end(self, key: SegmentKey) -> int:
+        return self.output.end(*key)
+
+    def interrupt(self) -> list[ItemPlayback]:
+        return self.output.interrupt()
+
+
+def output_path(target: AudioOutputTarget | None) -> OutputPath | None:
+    """The path for what the application attached (checked by ``SessionOptions``)."""
+    if target is None:
+        return None
+    attached = attached_output(target)
+    if attached is None:
+        raise TypeError(f"audio_output={target!r}: not a PlaybackClock or an AudioOutput")
+    if isinstance(attached, AudioOutput):
+        return AudioOutputPath(attached)
+    return ClockPath(attached)
 
 
 def output_format(session: SessionConfig | None) -> tuple[str, int]:
@@ -41,12 +141,13 @@ def output_format(session: SessionConfig | None) -> tuple[str, int]:
 
 
 class PlaybackMonitor:
-    """Watches one clock for whoever waits (see the module docstring).
+    """Watches one output path for whoever waits (see the module docstring).
 
     ``watch_first_sample(response_id, key, on_played)``: call ``on_played(response_id)`` once
     the part ``key`` started playing (or the clock already forgot it: it played to its end).
     ``cut()`` forgets those watches (an interruption dropped the audio). ``arm_drain()``: call
-    ``on_drained()`` once the clock has nothing left to play. ``on_error`` gets an exception of
+    ``on_drained()`` once the listener heard everything (nothing queued, nothing left in the
+    device buffer). ``on_error`` gets an exception of
     the polling task, which then stops; ``aclose()`` stops and awaits it.
     """
 
@@ -55,11 +156,11 @@ class PlaybackMonitor:
 
     def __init__(
         self,
-        clock: PlaybackClock,
+        output: OutputPath,
         on_drained: Callable[[], None],
         on_error: Callable[[BaseException], None],
     ) -> None:
-        self.clock = clock
+        self.output = output
         self._on_drained = on_drained
         self._on_error = on_error
         self._first: dict[str, tuple[SegmentKey, Callable[[str], None]]] = {}
@@ -70,7 +171,7 @@ class PlaybackMonitor:
     @property
     def playing(self) -> bool:
         """Audio is queued that the listener has not heard yet."""
-        return self.clock.buffered_samples > 0
+        return self.output.unheard_samples > 0
 
     def watch_first_sample(
         self, response_id: str, key: SegmentKey, on_played: Callable[[str], None]
@@ -108,7 +209,7 @@ class PlaybackMonitor:
         try:
             while self._first or self._drain_armed:
                 self._check_first_samples()
-                if self._drain_armed and self.clock.buffered_samples == 0:
+                if self._drain_armed and self.output.unheard_samples == 0:
                     self._drain_armed = False
                     self._on_drained()
                 if self._first or self._drain_armed:
@@ -121,7 +222,7 @@ class PlaybackMonitor:
 
     def _check_first_samples(self) -> None:
         for response_id, (key, on_played) in list(self._first.items()):
-            playback = self.clock.played(*key)
+            playback = self.output.clock.played(*key)
             if playback is None or playback.started:
                 del self._first[response_id]
                 on_played(response_id)
@@ -136,7 +237,7 @@ class AudioOutputFeed:
 
     def __init__(
         self,
-        sink: PlaybackSink,
+        sink: OutputPath,
         session: Callable[[], SessionConfig | None],
         pushed: Callable[[str, SegmentKey], None],
         emit: Callable[[ev.SessionEvent], None],
@@ -165,7 +266,7 @@ class AudioOutputFeed:
             self._emit(
                 ev.ErrorEvent(
                     message=f"the audio output's ring is full: {refused_samples} samples of "
-                    f"{key[0]} were dropped (give the PcmRing more capacity)",
+                    f"{key[0]} were dropped (give the audio output's ring more capacity)",
                     source="audio_output",
                 )
             )

@@ -50,7 +50,12 @@ from voxwire.asyncio.interruption import Interrupter
 from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics, SessionMetrics
 from voxwire.asyncio.options import SessionOptions
-from voxwire.asyncio.playback import AudioOutputFeed, PlaybackMonitor
+from voxwire.asyncio.playback import (
+    AudioOutputFeed,
+    AudioOutputTarget,
+    PlaybackMonitor,
+    output_path,
+)
 from voxwire.asyncio.pump import Pump
 from voxwire.asyncio.queue import EventQueue, QueueClosed, QueueIterator
 from voxwire.asyncio.reconnect import Reconnector, ReconnectPolicy
@@ -66,7 +71,6 @@ from voxwire.asyncio.transport import (
     Transport,
     TransportClosed,
 )
-from voxwire.audio import PlaybackClock, PlaybackSink
 from voxwire.exceptions import InvalidState
 from voxwire.protocol import server_events as se
 from voxwire.protocol.config import SessionConfig
@@ -95,9 +99,10 @@ class RealtimeSession(SessionSending):
     :class:`~voxwire.protocol.SessionConfig` or a mapping in GA, legacy or camelCase shape).
 
     Options: ``wait_for_session_updated`` (``connect()`` waits for the server's acknowledgement
-    and raises if it rejects the configuration); ``audio_output`` (a
-    :class:`~voxwire.audio.PlaybackClock`: assistant audio goes straight into it instead of
-    ``audio`` events, and interruptions truncate exactly what it played);
+    and raises if it rejects the configuration); ``audio_output`` (an
+    :class:`~voxwire.audio.AudioOutput`, a speaker holding one, or a bare
+    :class:`~voxwire.audio.PlaybackClock`: assistant audio goes into it instead of ``audio``
+    events, and interruptions truncate exactly what the listener heard);
     ``raw_server_events`` (also hand out every server event but audio deltas);
     ``max_queued_events`` (the event queue's bound; see :mod:`voxwire.asyncio.queue` for what is
     dropped when it is full); timeouts, keepalive and the maximum message size of the
@@ -132,7 +137,7 @@ class RealtimeSession(SessionSending):
         fallback_urls: Sequence[str] = (),
         config: SessionConfig | Mapping[str, Any] | None = None,
         wait_for_session_updated: bool = False,
-        audio_output: PlaybackClock | None = None,
+        audio_output: AudioOutputTarget | None = None,
         raw_server_events: bool = False,
         max_queued_events: int = 1024,
         open_timeout_s: float = 10.0,
@@ -191,13 +196,11 @@ class RealtimeSession(SessionSending):
     def _setup_output(
         self, options: SessionOptions, emit: Callable[[ev.SessionEvent], None]
     ) -> None:
-        """The audio output path (when one is attached), metrics, interruptions, the
-        translator."""
-        clock = options.audio_output
-        self._sink = PlaybackSink(clock) if clock is not None else None
-        self._playback = (
-            PlaybackMonitor(clock, self._playback_drained, self._report_playback_error)
-            if clock is not None
+        """The audio output path (if one is attached), metrics, interruptions, the translator."""
+        sink = output_path(options.audio_output)
+        self._playback = playback = (
+            PlaybackMonitor(sink, self._playback_drained, self._report_playback_error)
+            if sink is not None
             else None
         )
         self._clock: Callable[[], float] = options.clock or time.monotonic
@@ -208,18 +211,15 @@ class RealtimeSession(SessionSending):
             is_out_of_band=lambda response_id: self._protocol.is_out_of_band(response_id),
         )
         self._feed = (
-            AudioOutputFeed(
-                self._sink, lambda: self._protocol.session, self._metrics.audio_pushed, emit
-            )
-            if self._sink is not None
+            AudioOutputFeed(sink, lambda: self._protocol.session, self._metrics.audio_pushed, emit)
+            if sink is not None
             else None
         )
-        self._interrupter = Interrupter(lambda: self._protocol, self._sink, self._metrics, emit)
-        playback = self._playback
+        self._interrupter = Interrupter(lambda: self._protocol, sink, self._metrics, emit)
         self._translator = EventTranslator(
             self._protocol,
             raw=options.raw_server_events,
-            audio_events=self._sink is None,
+            audio_events=sink is None,
             emit=emit,
             # With an audio output, agent_state stays "speaking" until the listener heard it.
             playback_pending=(lambda: playback.playing) if playback is not None else lambda: False,

@@ -114,6 +114,7 @@ class AudioOutput:
         self._fade_left = 0
         self._last = 0
         self._device_samples = 0
+        self._handed_end = 0  # ring position after the last ring sample handed to the device
         self._history: deque[_Pull] = deque()
         self.underruns = 0
         """Times the ring ran dry while a content part was still open (more audio was due)."""
@@ -200,6 +201,13 @@ class AudioOutput:
         return self._playing
 
     @property
+    def unheard_samples(self) -> int:
+        """Ring samples the listener has not heard yet: queued, or handed to the device and
+        still in its buffer (0 once everything pushed and not dropped has been heard)."""
+        in_device = max(0, self._handed_end - self.ring.heard_samples)
+        return self.ring.readable_samples + in_device
+
+    @property
     def device_samples(self) -> int:
         """Samples handed to the device so far, silence included."""
         return self._device_samples
@@ -221,6 +229,7 @@ class AudioOutput:
         got = self.ring.pop_into(buf) if self._playing else 0
         if got:
             self._fade_left = 0
+            self._handed_end = ring_start + got
         if got < n:
             self._fill_silence(buf, got)
         if n:
