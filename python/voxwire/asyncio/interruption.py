@@ -13,6 +13,7 @@ emits ``audio_interrupted`` per item.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Final
 
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.metrics import MetricsRecorder
@@ -28,6 +29,8 @@ __all__ = ["Interrupter"]
 
 class Interrupter:
     """Makes interruptions for one session (``protocol()`` gives the connection's core)."""
+
+    server_event_types: Final = frozenset({se.InputAudioBufferSpeechStarted})
 
     def __init__(
         self,

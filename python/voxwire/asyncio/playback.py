@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Protocol, TypeAlias
+from typing import Final, Protocol, TypeAlias
 
 from voxwire.asyncio import events as ev
 from voxwire.audio import AudioOutput, ItemPlayback, PlaybackClock, PlaybackSink
@@ -234,6 +234,10 @@ class AudioOutputFeed:
     ``session()`` gives the server's session configuration (the output format);
     ``pushed(response_id, key)`` is told when audio of a response went into the clock (for
     metrics); ``emit`` reports a ring that refused samples, once per content part."""
+
+    server_event_types: Final = frozenset(
+        {se.ResponseOutputAudioDelta, se.ResponseOutputAudioDone, se.ResponseDone}
+    )
 
     def __init__(
         self,

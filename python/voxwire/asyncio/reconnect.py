@@ -46,7 +46,7 @@ import logging
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Final, Protocol
 
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
@@ -200,6 +200,8 @@ class _RestoreFailed(Exception):
 
 class Reconnector:
     """Runs the attempts of one session (see the module docstring for the owner)."""
+
+    server_event_types: Final = frozenset({se.ErrorEvent})
 
     def __init__(self, policy: ReconnectPolicy, host: ReconnectHost) -> None:
         self.policy = policy

@@ -41,6 +41,7 @@ from voxwire.agents.agent import RealtimeAgent
 from voxwire.agents.guardrail import DEFAULT_DEBOUNCE_CHARS, default_feedback
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.dial import Dialer
+from voxwire.asyncio.dispatch import Dispatcher
 from voxwire.asyncio.endpoint import ApiKeySource
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.guardrails import GuardrailRunner
@@ -252,11 +253,9 @@ class RealtimeSession(SessionSending):
         # The audio first (it plays as soon as it arrives), then what cuts it; the translated
         # events before the agent features (a tool call starts once its item is in the
         # history), tracing, then metrics (metrics_collected follows response_done).
-        consumers: list[Any] = [self._feed, self._interrupter, self._reconnector, self._switcher]
-        consumers += [self._translator, self._tools, self._guardrails, self._tracer, self._metrics]
-        self._consumers: tuple[ev.ServerEventConsumer, ...] = tuple(
-            c for c in consumers if c is not None
-        )
+        parts: list[Any] = [self._feed, self._interrupter, self._reconnector, self._switcher]
+        parts += [self._translator, self._tools, self._guardrails, self._tracer, self._metrics]
+        self._dispatcher = Dispatcher(tuple(filter(None, parts)), self._handling_failed)
 
     def _new_protocol(self) -> RealtimeProtocol:
         return RealtimeProtocol(ids=self._ids, update_log=self._update_log)
@@ -521,22 +520,13 @@ class RealtimeSession(SessionSending):
         self._finish(self._close_event or ev.CloseEvent(reason="client_closed"))
 
     def _dispatch(self, events: Iterable[se.ReceivedEvent]) -> None:
-        """Every event goes to every part, in order; a part that fails on one is reported and
-        the others, and the session, go on."""
-        for event in events:
-            for consumer in self._consumers:
-                try:
-                    consumer.on_server_event(event)
-                except Exception as exc:
-                    log.exception("handling %s failed", type(event).__name__)
-                    self._queue.put(
-                        ev.ErrorEvent(
-                            message=f"handling {getattr(event, 'type', type(event).__name__)} "
-                            f"failed: {exc!r}",
-                            source="session",
-                            exception=exc,
-                        )
-                    )
+        """Every event to every part that takes it, in order (asyncio/dispatch.py)."""
+        self._dispatcher(events)
+
+    def _handling_failed(self, event: se.ReceivedEvent, exc: Exception) -> None:
+        log.error("handling %s failed", type(event).__name__, exc_info=exc)
+        name = getattr(event, "type", type(event).__name__)
+        self._queue.put(ev.failure(f"handling {name}", exc, "session"))
 
     def _playback_drained(self) -> None:
         for out in self._translator.playback_drained():

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import msgspec
 
@@ -100,6 +100,8 @@ class SwitchHost(Protocol):
 
 class AgentSwitcher:
     """The active agent and every way it changes (see the module docstring)."""
+
+    server_event_types: Final = frozenset({se.ResponseOutputAudioDelta})
 
     def __init__(self, options: SessionOptions, host: SwitchHost) -> None:
         self.agent: RealtimeAgent | None = options.agent

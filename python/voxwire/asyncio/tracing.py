@@ -111,6 +111,8 @@ class SessionTracer:
     """The session's OpenTelemetry spans (see the module docstring). ``enabled`` is false when
     ``opentelemetry-api`` is missing or ``disabled`` is set; then nothing is recorded."""
 
+    server_event_types: Final = frozenset({se.ResponseCreated, se.ResponseDone})
+
     def __init__(
         self,
         *,
