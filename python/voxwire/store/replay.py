@@ -99,7 +99,7 @@ def replay_items(snapshot: SessionSnapshot) -> Replay:
 def conversation_state(items: Iterable[StoredItem]) -> ConversationState:
     """A :class:`~voxwire.protocol.ConversationState` holding ``items`` in the given order, with
     their transcripts and truncations: the input of the session's restoration path
-    (``voxwire.asyncio.reconnect.restoration_items``)."""
+    (``voxwire.protocol.restoration.restoration_items``)."""
     state = ConversationState()
     previous = ROOT
     for stored in items:
