@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
 
 from voxwire.exceptions import ConfigurationError
@@ -264,3 +265,17 @@ def test_a_new_core_sends_again_what_the_lost_server_never_answered() -> None:
     assert frames[0]["previous_item_id"] == "item_u"
     feed(new, server.response_created("r"))
     assert new.responses.get("r").source == "tool_response"  # type: ignore[union-attr]
+
+
+def test_response_params_take_none_as_the_official_types_do() -> None:
+    from voxwire.protocol.client_events import response_params
+
+    params = response_params(
+        {"instructions": None, "tools": None, "metadata": None, "audio": {"output": {"voice": "x"}}}
+    )
+    assert params.instructions is msgspec.UNSET
+    assert params.tools is msgspec.UNSET
+    assert params.metadata is None  # null has a meaning there: sent as null
+    assert params.audio is not msgspec.UNSET
+    with pytest.raises(msgspec.ValidationError, match="instructions"):
+        response_params({"instructions": 3})

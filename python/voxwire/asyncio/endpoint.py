@@ -68,6 +68,11 @@ def build_url(url: str | None, *, model: str | None, call_id: str | None) -> str
     for name, value in (("model", model), ("call_id", call_id)):
         if value is not None and (not isinstance(value, str) or not value):
             raise ConfigurationError(f"{name}={value!r} is invalid: expected non-empty text")
+    if url is not None and not isinstance(url, str):
+        raise ConfigurationError(
+            f"url={url!r} is invalid: expected the endpoint as text, e.g. "
+            "'wss://api.openai.com/v1/realtime' (a local server's is server.url())"
+        )
     base = url if url is not None else DEFAULT_URL
     parts = urlsplit(base)
     if parts.scheme not in ("ws", "wss"):

@@ -29,7 +29,12 @@ from voxwire.asyncio.pump import Pump
 from voxwire.asyncio.reconnect import SessionReconnecting
 from voxwire.exceptions import ConfigurationError, InvalidState
 from voxwire.protocol.audio_ledger import SegmentKey
-from voxwire.protocol.client_events import ClientEvent, InputAudioBufferCommit, ResponseCreateParams
+from voxwire.protocol.client_events import (
+    ClientEvent,
+    InputAudioBufferCommit,
+    ResponseCreateParams,
+    response_params,
+)
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.items import ContentPart, InputImage, InputText, Item, MessageItem
 from voxwire.protocol.protocol import RealtimeProtocol
@@ -161,7 +166,7 @@ class SessionSending:
                 + ", ".join(sorted(_RESPONSE_PARAMS))
             )
         try:
-            request = msgspec.convert(params, ResponseCreateParams) if params else None
+            request = response_params(params) if params else None
         except msgspec.ValidationError as exc:
             raise ConfigurationError(f"create_response(): {exc}") from exc
         self._request_response(request, "response")

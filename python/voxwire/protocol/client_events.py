@@ -9,11 +9,13 @@ the request that caused it. The protocol core always sets one.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
 
+import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
-from voxwire.protocol._nulls import unset_absent_nulls
+from voxwire.protocol._nulls import drop_absent_nulls, unset_absent_nulls
 from voxwire.protocol.config import (
     AudioFormat,
     MaxOutputTokens,
@@ -46,6 +48,7 @@ __all__ = [
     "ResponseCreate",
     "ResponseCreateParams",
     "SessionUpdate",
+    "response_params",
 ]
 
 # GA reference, ``metadata``: up to 16 pairs, keys up to 64 characters, values up to 512.
@@ -229,3 +232,13 @@ ClientEvent = (
 CLIENT_EVENT_TYPES: dict[str, type[_ClientEvent]] = {
     str(cls.__struct_config__.tag): cls for cls in get_args(ClientEvent)
 }
+
+
+def response_params(params: Mapping[str, Any]) -> ResponseCreateParams:
+    """``ResponseCreateParams`` from keyword-style values (nested objects as mappings allowed),
+    the way a user of the official types passes them: ``None`` keeps its meaning where the
+    field admits null (``metadata``, ``prompt``) and means "not given" elsewhere. Raises
+    :class:`msgspec.ValidationError` naming the field for a wrong type."""
+    return msgspec.convert(
+        drop_absent_nulls(dict(params), ResponseCreateParams), ResponseCreateParams
+    )
