@@ -57,16 +57,15 @@ class Interrupter:
             self.stop_playback()
 
     def stop_playback(self) -> None:
-        """An interruption the server makes itself (no cancel), if anything plays or a
-        response is in progress — and, for speech, if turn detection cuts responses."""
-        protocol = self._protocol()
-        if not turn_interrupts_response(protocol.session):
-            return
-        if self.playing or protocol.responses_in_progress:
-            self.interrupt(None, cancel_response=False)
+        """An interruption the server makes itself (no cancel) when the user speaks: only if
+        turn detection cuts responses (``interrupt_response``)."""
+        if turn_interrupts_response(self._protocol().session):
+            self.after_connection_lost()
 
     def after_connection_lost(self) -> None:
-        """The connection is gone: whatever plays stops (turn detection settings aside)."""
+        """Whatever plays stops, as at an interruption the server made (no cancel), if anything
+        plays or a response is in progress (turn detection settings aside: the connection is
+        gone)."""
         if self.playing or self._protocol().responses_in_progress:
             self.interrupt(None, cancel_response=False)
 

@@ -241,28 +241,35 @@ class AudioOutputFeed:
 
     def __init__(
         self,
-        sink: OutputPath,
+        path: OutputPath,
         session: Callable[[], SessionConfig | None],
         pushed: Callable[[str, SegmentKey], None],
         emit: Callable[[ev.SessionEvent], None],
     ) -> None:
-        self.sink = sink
+        self.path = path
         self._session = session
         self._pushed = pushed
         self._emit = emit
         self._overflow_reported: set[SegmentKey] = set()
+        # The output format, read again only when the server's session changes (a new
+        # SessionConfig object), not for every delta.
+        self._format_of: SessionConfig | None = None
+        self._format = output_format(None)
 
     def on_server_event(self, event: se.ReceivedEvent) -> None:
         if isinstance(event, se.ResponseOutputAudioDelta):
-            format_type, rate_hz = output_format(self._session())
+            session = self._session()
+            if session is not self._format_of:
+                self._format_of, self._format = session, output_format(session)
+            format_type, rate_hz = self._format
             key = (event.item_id, event.content_index)
-            self._report_overflow(key, self.sink.push(key, event.delta, format_type, rate_hz))
+            self._report_overflow(key, self.path.push(key, event.delta, format_type, rate_hz))
             self._pushed(event.response_id, key)
         elif isinstance(event, se.ResponseOutputAudioDone):
             key = (event.item_id, event.content_index)
-            self._report_overflow(key, self.sink.end(key))
+            self._report_overflow(key, self.path.end(key))
         elif isinstance(event, se.ResponseDone):
-            self.sink.clock.drop_finished()
+            self.path.clock.drop_finished()
 
     def _report_overflow(self, key: SegmentKey, refused_samples: int) -> None:
         if refused_samples and key not in self._overflow_reported:

@@ -232,7 +232,7 @@ class SessionSending:
         try:
             sent = self._protocol.send(event)
         except ConfigurationError as exc:
-            raise ConfigurationError(f"send_raw(): {str(exc).removeprefix('send(): ')}") from exc
+            raise ConfigurationError(f"send_raw(): {exc}") from exc
         if isinstance(sent, InputAudioBufferCommit):
             self._metrics.committed()
         await self._pump.flush()

@@ -323,12 +323,12 @@ class RealtimeProtocol(ProtocolState):
         if isinstance(event, Mapping):
             if event.get("type") not in CLIENT_EVENT_TYPES:
                 if not isinstance(event.get("type"), str):
-                    raise ConfigurationError("send(): the event needs a 'type'")
+                    raise ConfigurationError("the event needs a 'type' (text)")
                 self._outgoing.append(msgspec.json.encode(dict(event)).decode())
                 return None
             decoded = decode_client_event(msgspec.json.encode(dict(event)))
             if isinstance(decoded, se.ProtocolErrorEvent):
-                raise ConfigurationError(f"send(): {decoded.message}")
+                raise ConfigurationError(decoded.message)
             event = decoded
         return _SENDERS[type(event)](self, event, source)
 
