@@ -45,11 +45,10 @@ from voxwire.asyncio.dispatch import Dispatcher
 from voxwire.asyncio.endpoint import ApiKeySource
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.guardrails import GuardrailRunner
-from voxwire.asyncio.history import HistoryItem, build_history
 from voxwire.asyncio.hosts import AgentHost, ReconnectHost, SwitchHost
 from voxwire.asyncio.interruption import Interrupter
 from voxwire.asyncio.lifecycle import SessionState
-from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics, SessionMetrics
+from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics
 from voxwire.asyncio.options import SessionOptions
 from voxwire.asyncio.playback import (
     AudioOutputFeed,
@@ -59,12 +58,12 @@ from voxwire.asyncio.playback import (
 )
 from voxwire.asyncio.pump import Pump
 from voxwire.asyncio.queue import EventQueue, QueueClosed, QueueIterator
+from voxwire.asyncio.reading import SessionReading
 from voxwire.asyncio.reconnect import Reconnector, ReconnectPolicy
 from voxwire.asyncio.sending import SessionSending
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.asyncio.switching import AgentSwitcher, UpdateWaiters
 from voxwire.asyncio.tools import DEFAULT_REJECTION_MESSAGE, ToolRunner
-from voxwire.asyncio.tracing import SessionTracer
 from voxwire.asyncio.translate import EventTranslator
 from voxwire.asyncio.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -87,7 +86,7 @@ __all__ = ["RealtimeSession", "SessionState"]
 log = logging.getLogger("voxwire.session")
 
 
-class RealtimeSession(SessionSending):
+class RealtimeSession(SessionReading, SessionSending):
     """One Realtime conversation. Use ``async with RealtimeSession(...) as session:`` (or
     ``connect()`` / ``close()``) and ``async for event in session``.
 
@@ -264,91 +263,6 @@ class RealtimeSession(SessionSending):
         agent = self._switcher.agent
         name = f", agent={agent.name!r}" if agent is not None else ""
         return f"<RealtimeSession {self._state.value} url={self._url!r}{name}>"
-
-    # --- reading state ----------------------------------------------------------------------------
-
-    @property
-    def state(self) -> SessionState:
-        return self._state
-
-    @property
-    def url(self) -> str:
-        """The URL connected to (the first that worked, once connected; it holds no
-        credentials)."""
-        return self._url
-
-    @property
-    def agent(self) -> RealtimeAgent | None:
-        return self._switcher.agent
-
-    @property
-    def protocol(self) -> RealtimeProtocol:
-        """The protocol core: the server's session, conversation, responses and audio ledger
-        as acknowledged so far. Read it; send through the session."""
-        return self._protocol
-
-    @property
-    def options(self) -> SessionOptions:
-        """The constructor's arguments, as checked (frozen)."""
-        return self._options
-
-    @property
-    def history(self) -> list[HistoryItem]:
-        """The conversation as the server holds it, in server order (see
-        :mod:`voxwire.asyncio.history`)."""
-        return build_history(self._protocol.conversation)
-
-    @property
-    def agent_state(self) -> ev.AgentState:
-        return self._translator.agent_state
-
-    @property
-    def user_state(self) -> ev.UserState:
-        return self._translator.user_state
-
-    @property
-    def muted(self) -> bool:
-        """``send_audio`` drops audio instead of sending it."""
-        return self._muted
-
-    @property
-    def dropped_events(self) -> int:
-        """Events dropped because the queue was full (see :mod:`voxwire.asyncio.queue`)."""
-        return self._queue.dropped
-
-    @property
-    def close_event(self) -> ev.CloseEvent | None:
-        """Why the session ended, once it has."""
-        return self._close_event
-
-    @property
-    def pending_tool_approvals(self) -> tuple[str, ...]:
-        """Call ids of tool calls waiting for :meth:`approve_tool_call` /
-        :meth:`reject_tool_call`."""
-        return self._tools.pending_approvals
-
-    @property
-    def tool_calls_in_progress(self) -> int:
-        """Function calls the session runs whose outputs and follow-up are not all done yet
-        (from the call to ``function_tools_executed``)."""
-        return self._tools.running
-
-    @property
-    def background_tasks(self) -> int:
-        """Tool calls and guardrail checks running now (each owned by the session)."""
-        return len(self._background)
-
-    @property
-    def metrics(self) -> SessionMetrics:
-        """Totals so far: responses, interruptions, tokens, latency statistics (see
-        :mod:`voxwire.asyncio.metrics`)."""
-        return self._metrics.snapshot()
-
-    @property
-    def tracer(self) -> SessionTracer:
-        """The session's OpenTelemetry spans; ``tool_span`` / ``handoff_span`` for the code that
-        runs tools and handoffs (see :mod:`voxwire.asyncio.tracing`)."""
-        return self._tracer
 
     # --- lifecycle --------------------------------------------------------------------------------
 
