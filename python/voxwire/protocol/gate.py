@@ -38,12 +38,16 @@ is taken as its answer. If server VAD wins that race, the server rejects the cre
 create it presumed answered (:meth:`ResponseGate.lost_race`) so that ``RealtimeProtocol`` can
 ask again once the winning response is done (:meth:`ResponseGate.requeue`) — or not, when the
 winner answers what the create was for.
+
+A request may also carry *tags*: names the caller chose (a speech handle's id). Requests that
+coalesce keep every tag, and the response that answers them carries them all
+(:meth:`ResponseGate.answer`), so each caller learns which response is its own.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from voxwire.protocol.client_events import ResponseCreateParams
@@ -101,11 +105,12 @@ def next_state(state: GateState, trigger: GateTrigger) -> GateState:
 
 @dataclass(frozen=True, slots=True)
 class ResponseRequest:
-    """One ``response.create`` asked for: its parameters (``None``: the session's defaults) and
-    its source."""
+    """One ``response.create`` asked for: its parameters (``None``: the session's defaults), its
+    source, and the caller's tags (every request it absorbed adds its own)."""
 
     params: ResponseCreateParams | None
     source: ResponseSource = "response"
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +122,8 @@ class LostRace:
 
     request: ResponseRequest
     winner_saw_items: bool
+    response_id: str = ""
+    """The response that was taken as the create's answer (the winner)."""
 
     @property
     def params(self) -> ResponseCreateParams | None:
@@ -170,9 +177,11 @@ class ResponseGate:
     def hold(self, request: ResponseRequest) -> bool:
         """Keep a request for later; ``False`` when a held request with equal parameters
         absorbs it (asking twice for the same response is one request; the first source
-        stays)."""
-        if any(held.params == request.params for held in self._held):
-            return False
+        stays, the tags join)."""
+        for index, held in enumerate(self._held):
+            if held.params == request.params:
+                self._held[index] = replace(held, tags=held.tags + request.tags)
+                return False
         self._held.append(request)
         return True
 
@@ -198,19 +207,27 @@ class ResponseGate:
     def response_created(
         self, response_id: str, *, unanswered_items: frozenset[str] = frozenset()
     ) -> ResponseSource | None:
+        """:meth:`answer`, for the source only."""
+        request = self.answer(response_id, unanswered_items=unanswered_items)
+        return request.source if request is not None else None
+
+    def answer(
+        self, response_id: str, *, unanswered_items: frozenset[str] = frozenset()
+    ) -> ResponseRequest | None:
         """A response started; ``unanswered_items``: items whose creates the server has not
-        answered yet (it cannot have seen them). Returns the source of the request it answers
-        (the create in flight), or ``None`` for a response nobody here asked for."""
+        answered yet (it cannot have seen them). Returns the request it answers (the create in
+        flight), or ``None`` for a response nobody here asked for."""
         if response_id not in self._in_progress:
             self._in_progress.append(response_id)
-        source: ResponseSource | None = None
+        request: ResponseRequest | None = None
         if self._create_event_id is not None:
             seen = not self._create_waits_for & unanswered_items
-            self._presumed = (self._create_event_id, LostRace(self._create, seen))
-            source = self._create.source
+            lost = LostRace(self._create, seen, response_id)
+            self._presumed = (self._create_event_id, lost)
+            request = self._create
         self._create_event_id = None
         self._fire(GateTrigger.RESPONSE_CREATED)
-        return source
+        return request
 
     def response_done(self, response_id: str) -> None:
         if response_id not in self._in_progress:
@@ -219,10 +236,13 @@ class ResponseGate:
         if not self._in_progress:
             self._fire(GateTrigger.LAST_RESPONSE_DONE)
 
-    def error(self, event_id: str | None) -> None:
+    def error(self, event_id: str | None) -> ResponseRequest | None:
+        """An ``error`` event; the request whose create it names (then failed), if any."""
         if event_id is not None and event_id == self._create_event_id:
             self._create_event_id = None
             self._fire(GateTrigger.CREATE_FAILED)
+            return self._create
+        return None
 
     def lost_race(self, event_id: str | None) -> LostRace | None:
         """The create named by ``event_id`` was rejected after a ``response.created`` had been
@@ -236,6 +256,8 @@ class ResponseGate:
 
     def requeue(self, request: ResponseRequest) -> None:
         """Ask again, before the held requests (it was asked for first); a held request with
-        equal parameters merges into it."""
+        equal parameters merges into it (its tags join)."""
+        merged = [held for held in self._held if held.params == request.params]
         self._held = [held for held in self._held if held.params != request.params]
-        self._held.insert(0, request)
+        tags = request.tags + tuple(tag for held in merged for tag in held.tags)
+        self._held.insert(0, replace(request, tags=tags))

@@ -276,6 +276,12 @@ class RealtimeProtocol(ProtocolState):
         layer learns the fate of an update it waits for, by its ``event_id``."""
         return self._updates.settled()
 
+    def failed_request_tags(self) -> list[str]:
+        """The tags of ``response.create`` requests the server refused (an ``error`` naming the
+        create) since the last call: no response will answer them."""
+        tags, self._failed_tags = self._failed_tags, []
+        return tags
+
     def connection_lost(self) -> ConnectionLoss:
         """The connection is gone: settle what was in flight and plan the next connection.
 
@@ -406,22 +412,31 @@ class RealtimeProtocol(ProtocolState):
         return event
 
     def send_response_create(
-        self, params: ResponseCreateParams | None = None, *, source: ResponseSource = "response"
+        self,
+        params: ResponseCreateParams | None = None,
+        *,
+        source: ResponseSource = "response",
+        tags: Sequence[str] = (),
     ) -> ResponseCreate | None:
         """Ask for a response: sent now if the gate is IDLE (returned), else held (``None``).
 
         Held requests coalesce and go, oldest first, when the response in progress ends.
         ``source`` says why it is asked for; the response that answers it carries it
-        (:attr:`ResponseRecord.source <voxwire.protocol.ResponseRecord.source>`).
-        Out-of-band requests (``conversation="none"``) always go at once: GA runs them in
-        parallel ("only one Response can write to the default Conversation at a time, but
-        otherwise multiple Responses can be created in parallel").
+        (:attr:`ResponseRecord.source <voxwire.protocol.ResponseRecord.source>`), and the
+        ``tags`` (names the caller chose) of every request it answers
+        (:attr:`ResponseRecord.tags <voxwire.protocol.ResponseRecord.tags>`; a create the server
+        refuses reports them in :meth:`failed_request_tags`). Out-of-band requests
+        (``conversation="none"``) always go at once: GA runs them in parallel ("only one
+        Response can write to the default Conversation at a time, but otherwise multiple
+        Responses can be created in parallel").
         """
         if params is not None and params.conversation == "none":
             event_id = self._ids("event")
             self._out_of_band_creates.append(event_id)
+            if tags:
+                self._out_of_band_tags[event_id] = tuple(tags)
             return self._queue(ResponseCreate(event_id=event_id, response=params))
-        self._gate.hold(ResponseRequest(params, source))
+        self._gate.hold(ResponseRequest(params, source, tuple(tags)))
         return self._release_held_create()
 
     def send_response_cancel(self, response_id: str | None = None) -> ResponseCancel | None:
@@ -506,7 +521,7 @@ class RealtimeProtocol(ProtocolState):
         for create in items_to_resend(plan.resend, self._conversation, queued):
             self.send_item_create(create.item, previous_item_id=create.previous_item_id)
         for request in plan.requests:
-            self.send_response_create(request.params, source=request.source)
+            self.send_response_create(request.params, source=request.source, tags=request.tags)
         pending = self._pending_item_ids()
         return sum(1 for create in plan.resend if create.item.id in pending)
 

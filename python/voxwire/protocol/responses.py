@@ -31,6 +31,9 @@ class ResponseRecord:
     source: ResponseSource | None = None
     """Why it was asked for, from the request the gate resolved its ``response.created`` to;
     ``None`` for a response nobody here asked for (server VAD) and out-of-band ones."""
+    tags: tuple[str, ...] = ()
+    """The tags of the requests it answers (``send_response_create(tags=...)``); emptied if it
+    turns out not to answer them (server VAD won the race: they are asked for again)."""
 
     @property
     def in_progress(self) -> bool:

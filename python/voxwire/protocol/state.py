@@ -56,8 +56,12 @@ class ProtocolState:
         self._unacked_creates: dict[str, ConversationItemCreate] = {}
         self._unacked_deletes: dict[str, ConversationItemDelete] = {}
         self._unacked_truncates: dict[str, ConversationItemTruncate] = {}
-        # event_ids of out-of-band response.create events awaiting their response.created.
+        # event_ids of out-of-band response.create events awaiting their response.created,
+        # and the tags of those that have some.
         self._out_of_band_creates: list[str] = []
+        self._out_of_band_tags: dict[str, tuple[str, ...]] = {}
+        # Tags of requests the server refused, until the I/O layer asks (failed_request_tags).
+        self._failed_tags: list[str] = []
         self._updates = UpdateTracker()
         self._update_log = update_log
 
@@ -140,12 +144,13 @@ class ProtocolState:
         record = self._responses.created(response_id)
         # GA: conversation_id is null exactly when the response was created out of band.
         if event.response.conversation_id is None and self._out_of_band_creates:
-            self._out_of_band_creates.pop(0)
+            event_id = self._out_of_band_creates.pop(0)
             record.out_of_band = True
+            record.tags = self._out_of_band_tags.pop(event_id, ())
         else:
-            record.source = self._gate.response_created(
-                response_id, unanswered_items=self._pending_item_ids()
-            )
+            request = self._gate.answer(response_id, unanswered_items=self._pending_item_ids())
+            if request is not None:
+                record.source, record.tags = request.source, request.tags
         return True
 
     def _on_response_done(self, event: se.ResponseDone) -> bool:
@@ -232,13 +237,16 @@ class ProtocolState:
             if lost is not None:
                 self._race_lost(lost)
                 return False  # handled here: the application has nothing to do about it
-        self._gate.error(event_id)
+        failed = self._gate.error(event_id)
+        if failed is not None:
+            self._failed_tags.extend(failed.tags)
         error = event.error
         message = error.message + (f" (param {error.param})" if error.param else "")
         if self._updates.rejected(event_id, message) is not None and self._update_log:
             self._update_log.rejected(event_id)
         if event_id in self._out_of_band_creates:
             self._out_of_band_creates.remove(event_id)
+            self._failed_tags.extend(self._out_of_band_tags.pop(event_id, ()))
         if event_id is not None:
             # An item change failed: stop waiting for it.
             create = self._unacked_creates.pop(event_id, None)
@@ -257,6 +265,9 @@ class ProtocolState:
         the create was for: then it is the answer."""
         if lost.params is None and lost.winner_saw_items:
             return
+        winner = self._responses.get(lost.response_id)
+        if winner is not None:
+            winner.tags = ()  # not theirs after all: they go with the request, asked again
         self._gate.requeue(lost.request)
         self._release_held_create()
 
