@@ -64,6 +64,7 @@ from voxwire.asyncio.history import (
 )
 from voxwire.asyncio.reconnect import ReconnectPolicy, SessionReconnecting
 from voxwire.asyncio.session import RealtimeSession, SessionState
+from voxwire.asyncio.speech import SpeechHandle
 from voxwire.asyncio.transport import (
     Connector,
     ConnectRequest,
@@ -119,6 +120,7 @@ __all__ = [
     "SessionReconnecting",
     "SessionState",
     "SpeechCreatedEvent",
+    "SpeechHandle",
     "SpeechSource",
     "TextContent",
     "ToolApprovalRequestedEvent",

@@ -10,7 +10,7 @@ wire events themselves are available too, opt-in, as :class:`RawServerEvent`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.agents.batch import CallOutcome
@@ -20,6 +20,9 @@ from voxwire.asyncio.metrics import Metrics
 from voxwire.protocol.gate import ResponseSource
 from voxwire.protocol.objects import StatusDetails, Usage
 from voxwire.protocol.server_events import ReceivedEvent
+
+if TYPE_CHECKING:
+    from voxwire.asyncio.speech import SpeechHandle
 
 __all__ = [
     "AgentEndEvent",
@@ -376,11 +379,17 @@ class FunctionToolsExecutedEvent:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SpeechCreatedEvent:
-    """A response of the conversation started, and why (see :data:`SpeechSource`)."""
+    """A response of the conversation started, and why (see :data:`SpeechSource`).
+    ``user_initiated``: the application asked for it (``say``, ``create_response``, a message,
+    a raw ``response.create``); ``False`` for server VAD's responses and the session's own
+    follow-ups (tools, guardrails). ``handle``: its :class:`~voxwire.asyncio.SpeechHandle`
+    (the one ``say()`` / ``create_response()`` returned, or one made for it)."""
 
     type: Literal["speech_created"] = field(default="speech_created", init=False)
     response_id: str
     source: SpeechSource
+    user_initiated: bool = False
+    handle: SpeechHandle | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -145,7 +145,9 @@ class PlaybackMonitor:
 
     ``watch_first_sample(response_id, key, on_played)``: call ``on_played(response_id)`` once
     the part ``key`` started playing (or the clock already forgot it: it played to its end).
-    ``cut()`` forgets those watches (an interruption dropped the audio). ``arm_drain()``: call
+    ``cut()`` forgets those watches (an interruption dropped the audio).
+    ``watch_played_out(keys, on_done)``: call ``on_done()`` once no part in ``keys`` has audio
+    left in the clock (played to its end, or cut). ``arm_drain()``: call
     ``on_drained()`` once the listener heard everything (nothing queued, nothing left in the
     device buffer). ``on_error`` gets an exception of
     the polling task, which then stops; ``aclose()`` stops and awaits it.
@@ -164,6 +166,7 @@ class PlaybackMonitor:
         self._on_drained = on_drained
         self._on_error = on_error
         self._first: dict[str, tuple[SegmentKey, Callable[[str], None]]] = {}
+        self._played_out: list[tuple[tuple[SegmentKey, ...], Callable[[], None]]] = []
         self._drain_armed = False
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -181,6 +184,12 @@ class PlaybackMonitor:
         self._first[response_id] = (key, on_played)
         self._start()
 
+    def watch_played_out(self, keys: tuple[SegmentKey, ...], on_done: Callable[[], None]) -> None:
+        if self._closed:
+            return
+        self._played_out.append((keys, on_done))
+        self._start()
+
     def cut(self) -> None:
         self._first.clear()
 
@@ -193,6 +202,7 @@ class PlaybackMonitor:
     async def aclose(self) -> None:
         self._closed = True
         self._first.clear()
+        self._played_out.clear()
         self._drain_armed = False
         task, self._task = self._task, None
         if task is not None and task is not asyncio.current_task():
@@ -207,18 +217,28 @@ class PlaybackMonitor:
 
     async def _poll(self) -> None:
         try:
-            while self._first or self._drain_armed:
+            while self._first or self._drain_armed or self._played_out:
                 self._check_first_samples()
+                self._check_played_out()
                 if self._drain_armed and self.output.unheard_samples == 0:
                     self._drain_armed = False
                     self._on_drained()
-                if self._first or self._drain_armed:
+                if self._first or self._drain_armed or self._played_out:
                     fast = bool(self._first)
                     await asyncio.sleep(self.FIRST_SAMPLE_POLL_S if fast else self.DRAIN_POLL_S)
         except Exception as exc:  # reported by the owner; CancelledError passes through
             self._first.clear()
+            self._played_out.clear()
             self._drain_armed = False
             self._on_error(exc)
+
+    def _check_played_out(self) -> None:
+        clock = self.output.clock
+        for watch in list(self._played_out):
+            keys, on_done = watch
+            if all(_left(clock.played(*key)) == 0 for key in keys):
+                self._played_out.remove(watch)
+                on_done()
 
     def _check_first_samples(self) -> None:
         for response_id, (key, on_played) in list(self._first.items()):
@@ -226,6 +246,11 @@ class PlaybackMonitor:
             if playback is None or playback.started:
                 del self._first[response_id]
                 on_played(response_id)
+
+
+def _left(playback: ItemPlayback | None) -> int:
+    """Samples of a part not played yet (0 once the clock forgot the part)."""
+    return 0 if playback is None else max(0, playback.queued_samples - playback.played_samples)
 
 
 class AudioOutputFeed:

@@ -27,6 +27,7 @@ from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.metrics import MetricsRecorder
 from voxwire.asyncio.pump import Pump
 from voxwire.asyncio.reconnect import SessionReconnecting
+from voxwire.asyncio.speech import SpeechHandle, SpeechTracker
 from voxwire.exceptions import ConfigurationError, InvalidState
 from voxwire.protocol.audio_ledger import SegmentKey
 from voxwire.protocol.client_events import (
@@ -54,6 +55,7 @@ class SessionSending:
     _pump: Pump
     _metrics: MetricsRecorder
     _interrupter: Interrupter
+    _speech: SpeechTracker
     _muted: bool
     _muted_bytes: int
     _describe_close: Callable[[], str]
@@ -153,11 +155,12 @@ class SessionSending:
         part = InputImage(image_url=image_data_url(image), detail=detail)
         await self.send_message([part], trigger_response=trigger_response)
 
-    async def create_response(self, **params: Any) -> None:
+    async def create_response(self, **params: Any) -> SpeechHandle:
         """Ask for a response (manual turn control), with per-response overrides — the fields
         of :class:`~voxwire.protocol.ResponseCreateParams` (``instructions``,
         ``output_modalities``, ``conversation="none"``, ``input``, ``metadata`` …). Gated like
-        every other request."""
+        every other request. Returns its :class:`~voxwire.asyncio.SpeechHandle`: await it to
+        wait until the response was played or interrupted (it need not be awaited)."""
         self._require_open()
         unknown = sorted(set(params) - _RESPONSE_PARAMS)
         if unknown:
@@ -169,19 +172,31 @@ class SessionSending:
             request = response_params(params) if params else None
         except msgspec.ValidationError as exc:
             raise ConfigurationError(f"create_response(): {exc}") from exc
-        self._request_response(request, "response")
-        await self._pump.flush()
+        return await self._speak(request, "response")
 
-    async def say(self, text: str) -> None:
+    async def say(self, text: str) -> SpeechHandle:
         """Make the assistant speak ``text``, word for word: a ``response.create`` (gated like
         every other request) whose instructions ask for exactly this text and no tool call
         (:func:`voxwire.protocol.say_instructions`). Its ``speech_created`` event has source
         ``"say"``. A model follows such instructions closely but is not bound by them; the local
-        server says the text exactly."""
+        server says the text exactly. Returns its :class:`~voxwire.asyncio.SpeechHandle`
+        (``await`` it to wait until the text was played or interrupted)."""
         self._require_open()
         params = ResponseCreateParams(instructions=say_instructions(text), tool_choice="none")
-        self._request_response(params, "say")
+        return await self._speak(params, "say")
+
+    async def _speak(
+        self, params: ResponseCreateParams | None, source: ev.SpeechSource
+    ) -> SpeechHandle:
+        """A gated ``response.create`` tagged with a new speech handle's id."""
+        handle = self._speech.request(source)
+        try:
+            self._protocol.send_response_create(params, source=source, tags=(handle.id,))
+        except BaseException:
+            self._speech.forget(handle)
+            raise
         await self._pump.flush()
+        return handle
 
     async def cancel_response(self) -> None:
         """Cancel the response in progress, if any (without truncating audio; see

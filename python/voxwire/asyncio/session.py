@@ -61,6 +61,7 @@ from voxwire.asyncio.queue import EventQueue, QueueClosed, QueueIterator
 from voxwire.asyncio.reading import SessionReading
 from voxwire.asyncio.reconnect import Reconnector, ReconnectPolicy
 from voxwire.asyncio.sending import SessionSending
+from voxwire.asyncio.speech import SpeechTracker
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.asyncio.switching import AgentSwitcher, UpdateWaiters
 from voxwire.asyncio.tools import DEFAULT_REJECTION_MESSAGE, ToolRunner
@@ -249,11 +250,14 @@ class RealtimeSession(SessionReading, SessionSending):
         self._guardrails = GuardrailRunner(
             host, self._background, active, debounce_chars=options.guardrail_debounce_chars
         )
-        # The audio first (it plays as soon as it arrives), then what cuts it; the translated
-        # events before the agent features (a tool call starts once its item is in the
-        # history), tracing, then metrics (metrics_collected follows response_done).
+        self._speech = SpeechTracker(lambda: self._protocol, emit, self._playback)
+        # The audio first (it plays as soon as it arrives), then what cuts it; speech handles
+        # (speech_created before response_started); the translated events before the agent
+        # features (a tool call starts once its item is in the history), tracing, then metrics
+        # (metrics_collected follows response_done).
         parts: list[Any] = [self._feed, self._interrupter, self._reconnector, self._switcher]
-        parts += [self._translator, self._tools, self._guardrails, self._tracer, self._metrics]
+        parts += [self._speech, self._translator, self._tools, self._guardrails]
+        parts += [self._tracer, self._metrics]
         self._dispatcher = Dispatcher(tuple(filter(None, parts)), self._handling_failed)
 
     def _new_protocol(self) -> RealtimeProtocol:
@@ -390,6 +394,7 @@ class RealtimeSession(SessionReading, SessionSending):
             self._queue.put(self._close_event)
             self._queue.close()
         self._waiters.fail_all(SessionClosed(f"the session closed: {self._describe_close()}"))
+        self._speech.close(f"the session closed: {self._describe_close()}")
         self._tracer.session_ended(self._close_event.reason, self._close_event.error)
         self._state = SessionState.CLOSED
         if self._closed_event is not None:

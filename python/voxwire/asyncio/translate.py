@@ -94,8 +94,6 @@ class EventTranslator:
 
     def translate(self, event: se.ReceivedEvent) -> list[ev.SessionEvent]:
         out: list[ev.SessionEvent] = []
-        if isinstance(event, se.ResponseCreated):
-            self._speech_created(event, out)
         if self._raw and not isinstance(event, se.ResponseOutputAudioDelta):
             out.append(ev.RawServerEvent(event=event))
         handler = _HANDLERS.get(type(event))
@@ -122,15 +120,6 @@ class EventTranslator:
         out.append(
             ev.HistoryUpdatedEvent(history=tuple(build_history(self._protocol.conversation)))
         )
-
-    def _speech_created(self, event: se.ResponseCreated, out: list[ev.SessionEvent]) -> None:
-        """A conversation response started: ``speech_created`` first, with the source of the
-        request the protocol core resolved it to (``response`` when nobody here asked)."""
-        response_id = event.response.id
-        record = self._protocol.responses.get(response_id) if response_id is not None else None
-        if record is None or record.out_of_band:
-            return
-        out.append(ev.SpeechCreatedEvent(response_id=record.id, source=record.source or "response"))
 
     # --- handlers (one per wire event type) -------------------------------------------------------
 
