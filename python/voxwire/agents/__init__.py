@@ -5,6 +5,7 @@
 * :func:`function_tool` / :class:`FunctionTool` — a Python function the model may call
   (schema from type hints, argument checking, output formatting, approval policy).
 * :func:`handoff` / :class:`Handoff` — a transfer of the conversation to another agent.
+* :class:`HostedMCPTool` — a remote MCP server the Realtime API calls for the agent.
 * :func:`output_guardrail` / :class:`OutputGuardrail` — a check over what the assistant says.
 * :func:`agent_session_config` / :func:`agent_update_config` — the ``session`` objects an agent
   asks for (pure: the session sends them).
@@ -33,6 +34,7 @@ from voxwire.agents.guardrail import (
     output_guardrail,
 )
 from voxwire.agents.handoff import Handoff, handoff, transfer_tool_name
+from voxwire.agents.mcp import HostedMCPTool
 from voxwire.agents.tool import (
     BackgroundResult,
     FunctionTool,
@@ -52,6 +54,7 @@ __all__ = [
     "FunctionTool",
     "GuardrailResult",
     "Handoff",
+    "HostedMCPTool",
     "Instructions",
     "OutputGuardrail",
     "ReadyBatch",

@@ -22,6 +22,7 @@ import msgspec
 
 from voxwire.agents.guardrail import OutputGuardrail
 from voxwire.agents.handoff import Handoff
+from voxwire.agents.mcp import HostedMCPTool
 from voxwire.agents.tool import EnabledPolicy, FunctionTool
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import config as wire
@@ -48,14 +49,15 @@ class RealtimeAgent:
     ``voice`` (``None``: the session's or the server's default), ``tools`` (function tools the
     session runs — :class:`voxwire.agents.FunctionTool` — and declarations the application
     answers itself or the server runs: :class:`voxwire.protocol.FunctionTool` /
-    :class:`~voxwire.protocol.McpTool`), ``handoffs`` (agents, or :func:`handoff`
+    :class:`~voxwire.protocol.McpTool`, or a :class:`~voxwire.agents.HostedMCPTool`),
+    ``handoffs`` (agents, or :func:`handoff`
     declarations, the model may transfer the conversation to), ``handoff_description`` (what
     other agents' transfer tools say about this one) and ``output_guardrails``."""
 
     name: str
     instructions: Instructions | None = None
     voice: str | None = None
-    tools: Sequence[Tool | FunctionTool] = field(default_factory=tuple)
+    tools: Sequence[Tool | FunctionTool | HostedMCPTool] = field(default_factory=tuple)
     handoffs: Sequence[RealtimeAgent | Handoff] = field(default_factory=tuple)
     handoff_description: str | None = None
     output_guardrails: Sequence[OutputGuardrail] = field(default_factory=tuple)
@@ -77,10 +79,13 @@ class RealtimeAgent:
                 "function of the agent returning text"
             )
         for tool in self.tools:
-            if not isinstance(tool, FunctionTool | wire.FunctionTool | wire.McpTool):
+            if not isinstance(
+                tool, FunctionTool | HostedMCPTool | wire.FunctionTool | wire.McpTool
+            ):
                 raise ConfigurationError(
                     f"agent {self.name!r}: tool {tool!r} is invalid: expected a FunctionTool "
-                    "(voxwire.agents.function_tool) or a protocol tool declaration"
+                    "(voxwire.agents.function_tool), a HostedMCPTool or a protocol tool "
+                    "declaration"
                 )
         for target in self.handoffs:
             if not isinstance(target, RealtimeAgent | Handoff):
@@ -190,7 +195,7 @@ async def resolve_agent(agent: RealtimeAgent) -> ResolvedAgent:
             if isinstance(tool, wire.FunctionTool):
                 claim(tool.name)
                 declared.add(tool.name)
-            declarations.append(tool)
+            declarations.append(_declaration(tool))
     handoffs: dict[str, ResolvedHandoff] = {}
     for item in agent.handoffs:
         declared_handoff = item if isinstance(item, Handoff) else Handoff(agent=item)
@@ -216,8 +221,8 @@ async def resolve_agent(agent: RealtimeAgent) -> ResolvedAgent:
     )
 
 
-def _declaration(tool: Tool | FunctionTool) -> Tool:
-    return tool.declaration() if isinstance(tool, FunctionTool) else tool
+def _declaration(tool: Tool | FunctionTool | HostedMCPTool) -> Tool:
+    return tool.declaration() if isinstance(tool, FunctionTool | HostedMCPTool) else tool
 
 
 def agent_session_config(

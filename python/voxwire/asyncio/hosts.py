@@ -24,7 +24,7 @@ from voxwire.protocol.protocol import RealtimeProtocol
 if TYPE_CHECKING:
     from voxwire.asyncio.session import RealtimeSession
 
-__all__ = ["AgentHost", "ReconnectHost", "SwitchHost"]
+__all__ = ["AgentHost", "McpSessionHost", "ReconnectHost", "SwitchHost"]
 
 
 class SwitchHost:
@@ -145,3 +145,22 @@ class AgentHost:
 
     def trip(self, event: ev.GuardrailTrippedEvent) -> None:
         self._session._switcher.trip(event)
+
+
+class McpSessionHost:
+    """The session as the hosted MCP runner sees it (asyncio/mcp.py)."""
+
+    def __init__(self, session: RealtimeSession) -> None:
+        self._session = session
+        self.emit = session._queue.put
+        self.require_open = session._require_open
+        self.flush = session._pump.flush
+
+    def protocol(self) -> RealtimeProtocol:
+        return self._session._protocol
+
+    def request_response(self) -> None:
+        self._session._request_response(None, "tool_response")
+
+    def new_item_id(self) -> str:
+        return self._session._ids("item")

@@ -72,6 +72,7 @@ class SessionOptions:
     guardrail_debounce_chars: int | None = DEFAULT_DEBOUNCE_CHARS
     guardrail_feedback: str | Callable[[Sequence[str]], str] = default_feedback
     reconnect: ReconnectPolicy | None = None
+    mcp_follow_up: bool = True
 
     # Derived, checked values (set in __post_init__).
     primary_url: str = field(init=False)

@@ -11,6 +11,7 @@ from voxwire.agents.agent import RealtimeAgent
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.history import HistoryItem, build_history
 from voxwire.asyncio.lifecycle import SessionState
+from voxwire.asyncio.mcp import McpRunner
 from voxwire.asyncio.metrics import MetricsRecorder, SessionMetrics
 from voxwire.asyncio.options import SessionOptions
 from voxwire.asyncio.queue import EventQueue
@@ -38,6 +39,7 @@ class SessionReading:
     _close_event: ev.CloseEvent | None
     _muted: bool
     _tools: ToolRunner
+    _mcp: McpRunner
     _background: OwnedTasks
     _metrics: MetricsRecorder
     _tracer: SessionTracer
@@ -72,6 +74,12 @@ class SessionReading:
         """The conversation as the server holds it, in server order (see
         :mod:`voxwire.asyncio.history`)."""
         return build_history(self._protocol.conversation)
+
+    @property
+    def available_mcp_tools(self) -> tuple[ev.McpToolListing, ...]:
+        """The hosted MCP tools the model can call now: the tools each configured MCP server
+        listed (``mcp_tools_changed`` announces changes; see :mod:`voxwire.asyncio.mcp`)."""
+        return self._mcp.available_tools
 
     @property
     def agent_state(self) -> ev.AgentState:

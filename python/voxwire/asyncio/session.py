@@ -45,9 +45,10 @@ from voxwire.asyncio.dispatch import Dispatcher
 from voxwire.asyncio.endpoint import ApiKeySource
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.guardrails import GuardrailRunner
-from voxwire.asyncio.hosts import AgentHost, ReconnectHost, SwitchHost
+from voxwire.asyncio.hosts import AgentHost, McpSessionHost, ReconnectHost, SwitchHost
 from voxwire.asyncio.interruption import Interrupter
 from voxwire.asyncio.lifecycle import SessionState
+from voxwire.asyncio.mcp import McpRunner
 from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics
 from voxwire.asyncio.options import SessionOptions
 from voxwire.asyncio.playback import (
@@ -123,7 +124,9 @@ class RealtimeSession(SessionReading, SessionSending):
     a call); its output guardrails check the assistant's transcript every
     ``guardrail_debounce_chars`` new characters (``None``: complete transcripts only) and, on
     a trip, the model gets ``guardrail_feedback`` (text, or a function of the tripped
-    guardrails' names) as a system message before it answers again.
+    guardrails' names) as a system message before it answers again. Hosted MCP tools
+    (asyncio/mcp.py): after a response that called one, the session asks for the next
+    response unless ``mcp_follow_up`` is false.
     """
 
     def __init__(
@@ -159,6 +162,7 @@ class RealtimeSession(SessionReading, SessionSending):
         guardrail_debounce_chars: int | None = DEFAULT_DEBOUNCE_CHARS,
         guardrail_feedback: str | Callable[[Sequence[str]], str] = default_feedback,
         reconnect: ReconnectPolicy | None = None,
+        mcp_follow_up: bool = True,
     ) -> None:
         # Every argument goes to SessionOptions, which checks them (asyncio/options.py);
         # nothing is opened, read or started here.
@@ -251,12 +255,14 @@ class RealtimeSession(SessionReading, SessionSending):
             host, self._background, active, debounce_chars=options.guardrail_debounce_chars
         )
         self._speech = SpeechTracker(lambda: self._protocol, emit, self._playback)
+        mcp_host = McpSessionHost(self)
+        self._mcp = McpRunner(mcp_host, self._background, follow_up=options.mcp_follow_up)
         # The audio first (it plays as soon as it arrives), then what cuts it; speech handles
         # (speech_created before response_started); the translated events before the agent
         # features (a tool call starts once its item is in the history), tracing, then metrics
         # (metrics_collected follows response_done).
         parts: list[Any] = [self._feed, self._interrupter, self._reconnector, self._switcher]
-        parts += [self._speech, self._translator, self._tools, self._guardrails]
+        parts += [self._speech, self._translator, self._tools, self._mcp, self._guardrails]
         parts += [self._tracer, self._metrics]
         self._dispatcher = Dispatcher(tuple(filter(None, parts)), self._handling_failed)
 
@@ -484,7 +490,10 @@ class RealtimeSession(SessionReading, SessionSending):
     def approve_tool_call(self, call_id: str, *, always: bool = False) -> None:
         """Let the call of a ``tool_approval_requested`` event run. ``always``: also approve
         later calls of the same tool for the rest of the session. Raises
-        :class:`~voxwire.exceptions.InvalidState` if no call ``call_id`` is waiting."""
+        :class:`~voxwire.exceptions.InvalidState` if no call ``call_id`` is waiting. Hosted MCP
+        approval requests (``mcp_approval_requested``) are answered the same way."""
+        if self._mcp.waiting(call_id):
+            return self._mcp.answer(call_id, True, always=always)
         self._tools.approve(call_id, always=always)
 
     def reject_tool_call(
@@ -492,7 +501,10 @@ class RealtimeSession(SessionReading, SessionSending):
     ) -> None:
         """Refuse the call of a ``tool_approval_requested`` event: the tool does not run and the
         model gets ``message`` (default: the session's ``tool_rejection_message``) as the
-        output. ``always``: refuse later calls of the same tool too."""
+        output. ``always``: refuse later calls of the same tool too. For a hosted MCP request,
+        ``message`` is the ``reason`` of the ``mcp_approval_response``."""
+        if self._mcp.waiting(call_id):
+            return self._mcp.answer(call_id, False, reason=message, always=always)
         self._tools.reject(call_id, message=message, always=always)
 
     # --- events -----------------------------------------------------------------------------------

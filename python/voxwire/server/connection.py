@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -22,6 +22,7 @@ from websockets.exceptions import ConnectionClosed
 from voxwire.protocol import ServerEvent
 from voxwire.server.core.errors import error_event
 from voxwire.server.core.ids import ServerIds
+from voxwire.server.core.mcp import McpServers
 from voxwire.server.core.session import (
     CancelResponse,
     ServerSession,
@@ -53,6 +54,7 @@ class ConnectionSettings:
     ids_seed: int | None = None
     faults: tuple[Fault, ...] = ()  # armed afresh on every connection
     transcriber: Transcriber | None = None  # None: transcription requests fail, naming the extra
+    mcp_servers: McpServers = field(default_factory=McpServers)  # the hosted MCP servers played
 
 
 class RealtimeConnection:
@@ -70,6 +72,7 @@ class RealtimeConnection:
             output_modalities=["audio"] if settings.voice is not None else ["text"],
             responding=lambda: self.responses.responding,
             turn_detection=TurnDetector.from_session,
+            mcp_servers=settings.mcp_servers,
         )
         self.transcriptions = Transcriptions(self.session, self._send, settings.transcriber)
         self.responses = ResponseManager(
@@ -79,6 +82,7 @@ class RealtimeConnection:
             settings.voice,
             settings.pacing,
             before_respond=self.transcriptions.settle,
+            mcp_servers=settings.mcp_servers,
         )
         self._faults = FaultInjector(ws, self._expired_event, lambda: self.session_id)
 

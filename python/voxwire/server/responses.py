@@ -30,10 +30,11 @@ from voxwire.protocol import (
     StatusError,
 )
 from voxwire.server.core.errors import ServerError
+from voxwire.server.core.mcp import McpServers, allowed, needs_approval
 from voxwire.server.core.planning import plan_response
 from voxwire.server.core.response import EndStatus, ResponseBuilder
 from voxwire.server.core.session import CancelResponse, ServerSession, StartResponse
-from voxwire.server.engines.responder import CallTool, Output, Responder, Say, Turn
+from voxwire.server.engines.responder import CallMcp, CallTool, Output, Responder, Say, Turn
 from voxwire.server.engines.tts import Voice
 
 __all__ = ["Pacing", "ResponseManager"]
@@ -109,8 +110,10 @@ class ResponseManager:
         voice: Voice | None,
         pacing: Pacing,
         before_respond: BeforeRespond | None = None,
+        mcp_servers: McpServers | None = None,
     ) -> None:
         self._session = session
+        self._mcp_servers = mcp_servers or McpServers()
         self._send = send
         self._responder = responder
         self._voice = voice
@@ -197,7 +200,11 @@ class ResponseManager:
                 turn = run.turn
                 if self._before_respond is not None:
                     turn = await self._before_respond(turn, run.wake)
-                outputs = [] if run.cancelled else await self._decide(run, turn)
+                # An approved MCP request is carried out as asked: the model decided already.
+                approved = turn.approved_mcp_call
+                outputs: list[Output] = [approved] if approved is not None else []
+                if not outputs and not run.cancelled:
+                    outputs = await self._decide(run, turn)
                 for output in outputs:
                     if run.cancelled:
                         break
@@ -207,6 +214,8 @@ class ResponseManager:
                             break
                     elif isinstance(output, CallTool):
                         await self._call(run, output)
+                    elif not await self._call_mcp(run, output, turn):
+                        break  # it waits for the client's approval: the response ends
             except ConnectionClosed:
                 return
             except Exception as exc:  # a failing responder or voice ends its response only
@@ -307,6 +316,33 @@ class ResponseManager:
             await self._send([event])
             if event.type == "response.function_call_arguments.delta":
                 await run.pause(self._pacing.token_interval_s)
+
+    async def _call_mcp(self, run: _Run, call: CallMcp, turn: Turn) -> bool:
+        """Make an MCP call, or ask for its approval (``False``: the response ends there)."""
+        config = turn.mcp_tools.get(call.server_label, {})
+        server = self._mcp_servers.get(call.server_label)
+        spec = server.tool(call.name) if server is not None else None
+        if spec is not None and call.approval_request_id is None and needs_approval(config, spec):
+            events = run.builder.mcp_approval_request(call.server_label, call.name, call.arguments)
+            await self._send(events)
+            return False
+        output: str | None = None
+        error: str | None = f"Tool '{call.name}' not found on MCP server {call.server_label}"
+        if spec is not None and allowed(config, spec):
+            output, error = spec.output, spec.error
+        events = run.builder.mcp_call(
+            call.server_label,
+            call.name,
+            call.arguments,
+            output=output,
+            error=error,
+            approval_request_id=call.approval_request_id,
+        )
+        for event in events:
+            await self._send([event])
+            if event.type == "response.mcp_call.in_progress":
+                await run.pause(self._pacing.token_interval_s)
+        return True
 
     @staticmethod
     def _over_limit(builder: ResponseBuilder) -> bool:

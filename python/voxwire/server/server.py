@@ -32,6 +32,7 @@ from voxwire.logs import redacted_logger
 from voxwire.server.connection import ConnectionSettings, RealtimeConnection
 from voxwire.server.core.config import DEFAULT_MODEL
 from voxwire.server.core.input_buffer import MAX_APPEND_BYTES
+from voxwire.server.core.mcp import McpServers
 from voxwire.server.engines.responder import Responder, RulesResponder, Scenario
 from voxwire.server.engines.transcribe import Transcriber, WhisperTranscriber
 from voxwire.server.engines.tts import ENGINES, Voice
@@ -102,6 +103,7 @@ class RealtimeServer:
             raise ValueError(f"max_session_s={max_session_s!r} is invalid: expected > 0")
         self._host, self._port, self._token = host, port, token
         self._responder: Responder = responder or RulesResponder(scenario or Scenario())
+        self._mcp_servers = scenario.mcp_servers if scenario is not None else McpServers()
         self._tts, self._pacing = tts, pacing or Pacing()
         self._max_session_s, self._seed = max_session_s, seed
         self._faults = tuple(faults)
@@ -135,6 +137,7 @@ class RealtimeServer:
             ids_seed=self._seed,
             faults=self._faults,
             transcriber=transcriber,
+            mcp_servers=self._mcp_servers,
         )
 
         async def handler(ws: ServerConnection) -> None:

@@ -27,6 +27,7 @@ from voxwire.protocol import (
 from voxwire.server.core.config import DEFAULT_VOICE
 from voxwire.server.core.conversation import ServerConversation
 from voxwire.server.core.errors import ServerError
+from voxwire.server.core.mcp import mcp_tool_configs
 from voxwire.server.core.response import ResponseBuilder, ResponseSpec
 from voxwire.server.core.session import ServerSession
 from voxwire.server.core.turn import Turn
@@ -84,6 +85,7 @@ def plan_response(
         tools=[t["name"] for t in functions],
         tool_specs=functions,
         tool_choice=tool_choice if isinstance(tool_choice, str) else "required",
+        mcp_tools=mcp_tool_configs(tools),
     )
     return ResponsePlan(
         builder=ResponseBuilder(spec, state.ids, state.conversation),

@@ -39,6 +39,9 @@ from voxwire.protocol import (
     InputText,
     InputTokenDetails,
     Item,
+    McpApprovalRequestItem,
+    McpCallItem,
+    McpToolExecutionError,
     MessageItem,
     OutputAudio,
     OutputText,
@@ -55,6 +58,11 @@ from voxwire.protocol import (
     ResponseDone,
     ResponseFunctionCallArgumentsDelta,
     ResponseFunctionCallArgumentsDone,
+    ResponseMcpCallArgumentsDelta,
+    ResponseMcpCallArgumentsDone,
+    ResponseMcpCallCompleted,
+    ResponseMcpCallFailed,
+    ResponseMcpCallInProgress,
     ResponseOutputAudioDelta,
     ResponseOutputAudioDone,
     ResponseOutputAudioTranscriptDelta,
@@ -274,6 +282,72 @@ class ResponseBuilder:
         )
         events += self._finish_item(done_item)
         return events
+
+    def mcp_approval_request(
+        self, server_label: str, name: str, arguments: str
+    ) -> list[ServerEvent]:
+        """An ``mcp_approval_request`` item: the server asks the client before calling."""
+        item_id = self._ids.item()
+        self._item_id = item_id
+        item = McpApprovalRequestItem(
+            id=item_id, server_label=server_label, name=name, arguments=arguments
+        )
+        self._output_text_chars += len(arguments)
+        return self._open_item(item) + self._finish_item(item)
+
+    def mcp_call(
+        self,
+        server_label: str,
+        name: str,
+        arguments: str,
+        *,
+        output: str | None,
+        error: str | None,
+        approval_request_id: str | None = None,
+    ) -> list[ServerEvent]:
+        """All events of one MCP call the server makes: the item, its arguments streamed, its
+        progress, and its output (or, with ``error``, a ``tool_execution_error``)."""
+        item_id = self._ids.item()
+        self._item_id = item_id
+        fields = {"response_id": self.response_id, "item_id": item_id}
+        output_index = len(self._output)
+        item = McpCallItem(
+            id=item_id,
+            server_label=server_label,
+            name=name,
+            arguments="",
+            approval_request_id=approval_request_id,
+        )
+        events = self._open_item(item)
+        events.append(
+            ResponseMcpCallArgumentsDelta(
+                event_id=self._ids.event(), delta=arguments, output_index=output_index, **fields
+            )
+        )
+        events.append(
+            ResponseMcpCallArgumentsDone(
+                event_id=self._ids.event(),
+                arguments=arguments,
+                output_index=output_index,
+                **fields,
+            )
+        )
+        ends = ResponseMcpCallFailed if error is not None else ResponseMcpCallCompleted
+        for kind in (ResponseMcpCallInProgress, ends):
+            events.append(
+                kind(event_id=self._ids.event(), item_id=item_id, output_index=output_index)
+            )
+        self._output_text_chars += len(arguments) + len(output or "")
+        done = McpCallItem(
+            id=item_id,
+            server_label=server_label,
+            name=name,
+            arguments=arguments,
+            approval_request_id=approval_request_id,
+            output=output if error is None else None,
+            error=McpToolExecutionError(message=error) if error is not None else None,
+        )
+        return events + self._finish_item(done)
 
     # --- helpers ----------------------------------------------------------------------------------
 

@@ -37,6 +37,8 @@ from voxwire.protocol import (
     InputAudioTranscriptionCompleted,
     InputAudioTranscriptionDelta,
     Item,
+    McpApprovalRequestItem,
+    McpApprovalResponseItem,
     MessageItem,
     OutputAudio,
     OutputAudioBufferClear,
@@ -60,6 +62,7 @@ from voxwire.server.core.conversation import ServerConversation
 from voxwire.server.core.errors import ServerError, error_event
 from voxwire.server.core.ids import ServerIds
 from voxwire.server.core.input_buffer import InputAudioBuffer
+from voxwire.server.core.mcp import McpServers, list_tools_events, tools_to_list
 from voxwire.server.core.turn_detection import (
     SpeechStarted,
     SpeechStopped,
@@ -127,8 +130,10 @@ class ServerSession:
         output_modalities: list[str],
         responding: Callable[[], bool],
         turn_detection: TurnDetectionFactory,
+        mcp_servers: McpServers | None = None,
     ) -> None:
         self.ids = ids
+        self.mcp_servers = mcp_servers or McpServers()
         self.session: dict[str, Any] = default_session(
             session_id=ids.session(),
             model=model,
@@ -217,12 +222,17 @@ class ServerSession:
     def _session_update(self, frame: str | bytes, client_event_id: str | None) -> Outcome:
         raw = parse_object(frame)
         assert not isinstance(raw, ProtocolErrorEvent)  # decoded once already
+        tools_before = self.session["tools"]
         self.session = apply_update(
             self.session, raw.get("session"), assistant_audio_sent=self.assistant_audio_sent
         )
         self._input.set_format(input_format(self.session).sample_format)
         self._vad = self._vad.reconfigured(self.session)
-        return [SessionUpdated(event_id=self.ids.event(), session=self._config())]
+        outcome: Outcome = [SessionUpdated(event_id=self.ids.event(), session=self._config())]
+        # A hosted MCP server newly configured (or changed) has its tools listed.
+        for config in tools_to_list(tools_before, self.session["tools"]):
+            outcome += list_tools_events(self.ids, self.conversation, config, self.mcp_servers)
+        return outcome
 
     # --- input audio ------------------------------------------------------------------------------
 
@@ -337,6 +347,7 @@ class ServerSession:
         item_id = getattr(item, "id", None) or self.ids.item()
         self.conversation.check_insert(item_id, previous_item_id)
         self.conversation.check_function_output(item)
+        self._check_approval(item)
         audio_parts: list[tuple[int, bytes, AudioFormat]] = []
         if isinstance(item, MessageItem):
             content = []
@@ -353,10 +364,28 @@ class ServerSession:
         previous = self.conversation.insert(item, previous_item_id)
         for index, data, fmt in audio_parts:
             self.conversation.set_audio(item_id, index, data, fmt.sample_format)
-        return [
+        outcome: Outcome = [
             ConversationItemAdded(event_id=self.ids.event(), previous_item_id=previous, item=item),
             ConversationItemDone(event_id=self.ids.event(), previous_item_id=previous, item=item),
         ]
+        if isinstance(item, McpApprovalResponseItem):
+            # The server waited for this answer: it goes on by itself (the approved call, or
+            # the model's word on the refusal).
+            outcome.append(StartResponse(None, None, from_vad=True))
+        return outcome
+
+    def _check_approval(self, item: Item) -> None:
+        if not isinstance(item, McpApprovalResponseItem):
+            return
+        request_id = item.approval_request_id
+        if request_id not in self.conversation or not isinstance(
+            self.conversation.get(request_id), McpApprovalRequestItem
+        ):
+            raise ServerError(
+                "invalid_value",
+                f"MCP approval request '{request_id}' not found in conversation.",
+                param="item.approval_request_id",
+            )
 
     # --- errors -----------------------------------------------------------------------------------
 

@@ -53,9 +53,11 @@ from typing import Any, Final, Protocol
 
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import parse_say_instructions
-from voxwire.server.core.turn import CallTool, Output, Say, Turn
+from voxwire.server.core.mcp import McpServers
+from voxwire.server.core.turn import CallMcp, CallTool, Output, Say, Turn
 
 __all__ = [
+    "CallMcp",
     "CallTool",
     "Output",
     "Responder",
@@ -94,7 +96,7 @@ class Rule:
     match: re.Pattern[str] | None = None
     after_tool: str | None = None  # a tool name, or HANDOFF_PREFIX for any handoff
     say: str | None = None
-    calls: tuple[CallTool, ...] = ()
+    calls: tuple[CallTool | CallMcp, ...] = ()
     instructions: re.Pattern[str] | None = None
     tools: tuple[str, ...] = ()
 
@@ -104,7 +106,13 @@ class Rule:
         if any(name not in turn.tools for name in self.tools):
             return False
         if self.calls and (
-            turn.tool_choice == "none" or any(c.name not in turn.tools for c in self.calls)
+            turn.tool_choice == "none"
+            or any(
+                c.server_label not in turn.mcp_tools
+                if isinstance(c, CallMcp)
+                else c.name not in turn.tools
+                for c in self.calls
+            )
         ):
             return False
         # After a tool's output only ``after_tool`` rules apply: a ``match`` rule would see
@@ -126,13 +134,16 @@ class Scenario:
 
     rules: tuple[Rule, ...] = ()
     fallback: str | None = "You said: {text}"
+    #: Hosted MCP servers the scenario plays (:mod:`voxwire.server.core.mcp`).
+    mcp_servers: McpServers = field(default_factory=McpServers)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Scenario:
-        unknown = set(data) - {"rules", "fallback"}
+        unknown = set(data) - {"rules", "fallback", "mcp_servers"}
         if unknown:
             raise ConfigurationError(
-                f"scenario has unknown keys {sorted(unknown)}: expected 'rules' and 'fallback'"
+                f"scenario has unknown keys {sorted(unknown)}: expected 'rules', 'fallback' "
+                "and 'mcp_servers'"
             )
         raw_rules = data.get("rules", [])
         if not isinstance(raw_rules, list):
@@ -141,7 +152,8 @@ class Scenario:
         fallback = data.get("fallback", cls.fallback)
         if fallback is not None and not isinstance(fallback, str):
             raise ConfigurationError("scenario 'fallback' must be a string or null")
-        return cls(rules=rules, fallback=fallback)
+        mcp_servers = McpServers.from_mapping(data.get("mcp_servers", {}))
+        return cls(rules=rules, fallback=fallback, mcp_servers=mcp_servers)
 
     @classmethod
     def from_file(cls, path: str | Path) -> Scenario:
@@ -189,8 +201,8 @@ def _rule(index: int, raw: object) -> Rule:
         raise ConfigurationError(
             f"{where} has unknown keys {sorted(unknown)}: expected " + ", ".join(sorted(_RULE_KEYS))
         )
-    if "say" not in raw and "call" not in raw and "handoff" not in raw:
-        raise ConfigurationError(f"{where} needs 'say', 'call' or 'handoff'")
+    if not {"say", "call", "handoff", "mcp"} & set(raw):
+        raise ConfigurationError(f"{where} needs 'say', 'call', 'handoff' or 'mcp'")
     say = raw.get("say")
     if say is not None and not isinstance(say, str):
         raise ConfigurationError(f"{where}: 'say' must be a string")
@@ -211,7 +223,9 @@ def _rule(index: int, raw: object) -> Rule:
             )
     raw_calls = raw.get("call", [])
     raw_calls = raw_calls if isinstance(raw_calls, list) else [raw_calls]
-    calls = [_call(where, c) for c in raw_calls]
+    calls: list[CallTool | CallMcp] = [_call(where, c) for c in raw_calls]
+    if "mcp" in raw:
+        calls.append(_mcp_call(where, raw["mcp"]))
     handoff = raw.get("handoff")
     if handoff is not None:
         if not isinstance(handoff, str) or not handoff.strip():
@@ -231,7 +245,17 @@ def _rule(index: int, raw: object) -> Rule:
 
 
 _RULE_KEYS: Final = frozenset(
-    {"match", "after_tool", "after_handoff", "say", "call", "handoff", "instructions", "tools"}
+    {
+        "match",
+        "after_tool",
+        "after_handoff",
+        "say",
+        "call",
+        "handoff",
+        "mcp",
+        "instructions",
+        "tools",
+    }
 )
 
 
@@ -249,7 +273,23 @@ def _pattern(where: str, key: str, value: object) -> re.Pattern[str] | None:
 def _call(where: str, raw: object) -> CallTool:
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
         raise ConfigurationError(f"{where}: 'call' needs a 'name' (and optional 'arguments')")
-    arguments = raw.get("arguments", {})
+    return CallTool(name=raw["name"], arguments=_arguments(where, raw.get("arguments", {})))
+
+
+def _mcp_call(where: str, raw: object) -> CallMcp:
+    if (
+        not isinstance(raw, dict)
+        or not isinstance(raw.get("server_label"), str)
+        or not isinstance(raw.get("name"), str)
+    ):
+        raise ConfigurationError(
+            f"{where}: 'mcp' needs a 'server_label' and a 'name' (and optional 'arguments')"
+        )
+    arguments = _arguments(where, raw.get("arguments", {}))
+    return CallMcp(server_label=raw["server_label"], name=raw["name"], arguments=arguments)
+
+
+def _arguments(where: str, arguments: object) -> str:
     if isinstance(arguments, str):
         try:
             json.loads(arguments)
@@ -258,7 +298,7 @@ def _call(where: str, raw: object) -> CallTool:
         text = arguments
     else:
         text = json.dumps(arguments, separators=(",", ":"))
-    return CallTool(name=raw["name"], arguments=text)
+    return text
 
 
 def _fill(template: str, turn: Turn) -> str:
