@@ -43,6 +43,42 @@ WEATHER = Scenario.from_mapping(
     }
 )
 
+#: Hosted MCP servers a scenario plays (voxwire.server.core.mcp): "docs" lists three tools, one
+#: of which fails when called; "broken" cannot be listed.
+MCP_DOCS = Scenario.from_mapping(
+    {
+        "mcp_servers": {
+            "docs": {
+                "tools": [
+                    {
+                        "name": "search",
+                        "description": "Search the docs",
+                        "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
+                        "read_only": True,
+                        "output": "Three pages match.",
+                    },
+                    {"name": "publish", "output": "Published."},
+                    {"name": "delete_page", "error": "permission denied"},
+                ]
+            },
+            "broken": {"list_error": "connection refused"},
+        },
+        "rules": [
+            {
+                "match": "search",
+                "mcp": {"server_label": "docs", "name": "search", "arguments": {"q": "x"}},
+            },
+            {"match": "publish", "mcp": {"server_label": "docs", "name": "publish"}},
+            {"match": "delete", "mcp": {"server_label": "docs", "name": "delete_page"}},
+            {"match": "ghost", "mcp": {"server_label": "docs", "name": "ghost"}},
+            {"after_tool": "search", "say": "Found: {output}"},
+            {"after_tool": "publish", "say": "Publishing: {output}"},
+            {"after_tool": "delete_page", "say": "Sorry: {output}"},
+        ],
+        "fallback": "You said: {text}",
+    }
+)
+
 _OFFICIAL: dict[str, type[pydantic.BaseModel]] = {
     typing.get_args(cls.model_fields["type"].annotation)[0]: cls
     for cls in typing.get_args(typing.get_args(RealtimeServerEvent)[0])

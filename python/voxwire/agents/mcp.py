@@ -76,21 +76,23 @@ class HostedMCPTool:
         if isinstance(approval, Mapping):
             # The wire takes filter objects here (a list of names is ours for short).
             approval = {side: _filter_object(value) for side, value in approval.items()}
-        return wire.McpTool(
-            server_label=self.server_label,
-            server_url=self.server_url,
-            connector_id=self.connector_id,
-            tunnel_id=self.tunnel_id,
-            authorization=self.authorization,
-            headers=dict(self.headers) if self.headers is not None else None,
-            allowed_tools=(
+        fields: dict[str, Any] = {
+            "server_url": self.server_url,
+            "connector_id": self.connector_id,
+            "tunnel_id": self.tunnel_id,
+            "authorization": self.authorization,
+            "headers": dict(self.headers) if self.headers is not None else None,
+            "allowed_tools": (
                 _filter("", "allowed_tools", self.allowed_tools)
                 if self.allowed_tools is not None
                 else None
             ),
-            require_approval=approval,
-            server_description=self.server_description,
-        )
+            "require_approval": approval,
+            "server_description": self.server_description,
+        }
+        # Left out, not null: the service takes a missing field as "not given".
+        given = {name: value for name, value in fields.items() if value is not None}
+        return wire.McpTool(server_label=self.server_label, **given)
 
 
 def _filter(where: str, name: str, value: object) -> list[str] | dict[str, Any]:
