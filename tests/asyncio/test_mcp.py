@@ -15,16 +15,18 @@ from voxwire.asyncio import (
     McpCallStartedEvent,
     McpToolsChangedEvent,
     RealtimeSession,
+    ReconnectPolicy,
     SessionEvent,
     SpeechCreatedEvent,
 )
 from voxwire.asyncio.events import ErrorEvent
 from voxwire.exceptions import InvalidState
 from voxwire.protocol import McpApprovalResponseItem
+from voxwire.server import Drop
 
 from ..server.helpers import MCP_DOCS
 from .agent_helpers import agent_session, last_assistant_text, of_type, settle
-from .helpers import run, until
+from .helpers import MANUAL, run, serving, until
 
 SCENARIO = MCP_DOCS
 
@@ -205,5 +207,28 @@ def test_tools_go_away_when_the_agent_without_the_server_takes_over() -> None:
             await session.update_agent(RealtimeAgent(name="Plain", instructions="Chat."))
             assert (await listed(session)).tools == ()
             assert session.available_mcp_tools == ()
+
+    run(body())
+
+
+def test_after_a_reconnection_old_requests_are_gone_and_the_tools_are_listed_again() -> None:
+    async def body() -> None:
+        policy = ReconnectPolicy(attempts=2, backoff_s=0)
+        async with (
+            serving(scenario=SCENARIO) as server,
+            RealtimeSession(
+                agent(docs()), url=server.url(), config=MANUAL, reconnect=policy
+            ) as session,
+        ):
+            request = await publish_request(session)
+            await server.connections[-1].inject(Drop())
+            events = await until(session, "reconnected")
+            with pytest.raises(InvalidState, match="waiting"):
+                session.approve_tool_call(request.call_id)
+            # The new server session lists the same tools: nothing changed for the application.
+            assert len(session.available_mcp_tools) == 3
+            events += await ask(session, "search the docs")
+            assert last_assistant_text(session) == "Found: Three pages match."
+            assert not of_type(events, ErrorEvent)
 
     run(body())

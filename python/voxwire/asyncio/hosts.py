@@ -100,6 +100,7 @@ class ReconnectHost:
 
     def connection_replaced(self) -> None:
         self._session._tools.connection_replaced()
+        self._session._mcp.connection_replaced()
 
     def user_state(self) -> ev.UserState:
         return self._session._translator.user_state

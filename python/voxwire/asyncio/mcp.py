@@ -90,6 +90,14 @@ class McpRunner:
     def waiting(self, call_id: str) -> bool:
         return call_id in self._waiting
 
+    def connection_replaced(self) -> None:
+        """A new server session replaced a lost one (asyncio/reconnect.py): approval requests
+        of the lost server cannot be answered any more (the new one never asked them; a
+        model asks again if it still wants the call). The tools listed stay available until
+        the new server lists them again for the same configuration."""
+        self._waiting.clear()
+        self._arguments.clear()
+
     # --- answers from the application -------------------------------------------------------------
 
     def answer(
