@@ -130,7 +130,7 @@ def test_a_rule_may_say_and_hand_off_and_names_follow_the_convention() -> None:
         ({"instructions": "(", "say": "x"}, "'instructions' is not a regular expression"),
         ({"instructions": 5, "say": "x"}, "'instructions' must be a regular expression"),
         ({"tools": "t", "say": "x"}, "'tools' must be a list of tool names"),
-        ({"match": "x"}, "needs 'say', 'call' or 'handoff'"),
+        ({"match": "x"}, "needs 'say', 'call', 'handoff' or 'mcp'"),
         ({"say": "x", "agent": "y"}, "unknown keys \\['agent'\\]"),
     ],
 )

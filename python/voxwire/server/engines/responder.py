@@ -24,6 +24,9 @@ last item is the output of that tool. ``say`` is a template (``{text}``: the use
 call or a list of them (``arguments`` an object or a JSON string). A rule may both say and call.
 A call rule applies only if the tool is declared (session or response ``tools``) and
 ``tool_choice`` is not ``"none"`` — a real model cannot call anything else either.
+``"mcp": {"server_label", "name", "arguments"}`` calls a tool of a hosted MCP server the
+scenario declares under ``mcp_servers`` (:mod:`voxwire.server.core.mcp`); it applies while that
+server is configured.
 
 Handoffs. In the Realtime protocol a handoff is a function call the client declared as a tool
 named ``transfer_to_<agent>`` (the agents SDKs' convention); the client then switches agent:
