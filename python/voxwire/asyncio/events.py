@@ -10,19 +10,17 @@ wire events themselves are available too, opt-in, as :class:`RawServerEvent`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+from typing import Literal, Protocol, TypeAlias
 
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.agents.batch import CallOutcome
 from voxwire.agents.guardrail import GuardrailResult
 from voxwire.asyncio.history import HistoryItem
 from voxwire.asyncio.metrics import Metrics
+from voxwire.asyncio.speech import SpeechHandle
 from voxwire.protocol.gate import ResponseSource
 from voxwire.protocol.objects import StatusDetails, Usage
 from voxwire.protocol.server_events import ReceivedEvent
-
-if TYPE_CHECKING:
-    from voxwire.asyncio.speech import SpeechHandle
 
 __all__ = [
     "AgentEndEvent",

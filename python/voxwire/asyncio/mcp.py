@@ -33,6 +33,7 @@ from voxwire.exceptions import InvalidState
 from voxwire.protocol import server_events as se
 from voxwire.protocol.config import McpTool, SessionConfig
 from voxwire.protocol.items import (
+    FunctionCallItem,
     McpApprovalRequestItem,
     McpApprovalResponseItem,
     McpCallItem,
@@ -230,5 +231,8 @@ class McpRunner:
             or self._host.protocol().is_out_of_band(response.id)
         ):
             return
-        if any(isinstance(item, McpCallItem) for item in response.output):
+        # With function calls in the same response, the tool runner asks once they are
+        # answered (earlier, the model would not see their outputs).
+        kinds = {type(item) for item in response.output}
+        if McpCallItem in kinds and FunctionCallItem not in kinds:
             self._host.request_response()

@@ -27,7 +27,8 @@ from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.metrics import MetricsRecorder
 from voxwire.asyncio.pump import Pump
 from voxwire.asyncio.reconnect import SessionReconnecting
-from voxwire.asyncio.speech import SpeechHandle, SpeechTracker
+from voxwire.asyncio.speech import SpeechHandle
+from voxwire.asyncio.speech_tracker import SpeechTracker
 from voxwire.exceptions import ConfigurationError, InvalidState
 from voxwire.protocol.audio_ledger import SegmentKey
 from voxwire.protocol.client_events import (

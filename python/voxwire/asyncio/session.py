@@ -62,7 +62,7 @@ from voxwire.asyncio.queue import EventQueue, QueueClosed, QueueIterator
 from voxwire.asyncio.reading import SessionReading
 from voxwire.asyncio.reconnect import Reconnector, ReconnectPolicy
 from voxwire.asyncio.sending import SessionSending
-from voxwire.asyncio.speech import SpeechTracker
+from voxwire.asyncio.speech_tracker import SpeechTracker
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.asyncio.switching import AgentSwitcher, UpdateWaiters
 from voxwire.asyncio.tools import DEFAULT_REJECTION_MESSAGE, ToolRunner
