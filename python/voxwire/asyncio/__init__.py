@@ -36,11 +36,6 @@ from voxwire.asyncio.events import (
     HandoffEvent,
     HistoryAddedEvent,
     HistoryUpdatedEvent,
-    McpApprovalRequestedEvent,
-    McpCallDoneEvent,
-    McpCallStartedEvent,
-    McpToolListing,
-    McpToolsChangedEvent,
     RawServerEvent,
     ReconnectedEvent,
     ReconnectingEvent,
@@ -66,6 +61,13 @@ from voxwire.asyncio.history import (
     HistoryOther,
     ImageContent,
     TextContent,
+)
+from voxwire.asyncio.mcp_events import (
+    McpApprovalRequestedEvent,
+    McpCallDoneEvent,
+    McpCallStartedEvent,
+    McpToolListing,
+    McpToolsChangedEvent,
 )
 from voxwire.asyncio.reconnect import ReconnectPolicy, SessionReconnecting
 from voxwire.asyncio.session import RealtimeSession, SessionState

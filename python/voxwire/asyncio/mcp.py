@@ -27,6 +27,7 @@ from collections.abc import Awaitable
 from typing import Protocol
 
 from voxwire.asyncio import events as ev
+from voxwire.asyncio import mcp_events as mev
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.exceptions import InvalidState
@@ -74,14 +75,14 @@ class McpRunner:
         self._host = host
         self._tasks = tasks
         self._follow_up = follow_up
-        self._listed: dict[str, tuple[ev.McpToolListing, ...]] = {}
-        self._available: tuple[ev.McpToolListing, ...] = ()
+        self._listed: dict[str, tuple[mev.McpToolListing, ...]] = {}
+        self._available: tuple[mev.McpToolListing, ...] = ()
         self._waiting: dict[str, McpApprovalRequestItem] = {}
         self._sticky: dict[tuple[str, str], bool] = {}
         self._arguments: dict[str, str] = {}  # item_id -> arguments (from .arguments.done)
 
     @property
-    def available_tools(self) -> tuple[ev.McpToolListing, ...]:
+    def available_tools(self) -> tuple[mev.McpToolListing, ...]:
         return self._available
 
     @property
@@ -159,7 +160,7 @@ class McpRunner:
         item = event.item
         if isinstance(item, McpListToolsItem):
             self._listed[item.server_label] = tuple(
-                ev.McpToolListing(
+                mev.McpToolListing(
                     server_label=item.server_label,
                     name=tool.name,
                     description=tool.description,
@@ -176,7 +177,7 @@ class McpRunner:
                 return
             self._waiting[item.id] = item
             self._host.emit(
-                ev.McpApprovalRequestedEvent(
+                mev.McpApprovalRequestedEvent(
                     call_id=item.id,
                     server_label=item.server_label,
                     name=item.name,
@@ -191,7 +192,7 @@ class McpRunner:
         )
         if available != self._available:
             self._available = available
-            self._host.emit(ev.McpToolsChangedEvent(tools=available))
+            self._host.emit(mev.McpToolsChangedEvent(tools=available))
 
     def _call_started(self, event: se.ResponseMcpCallInProgress) -> None:
         conversation = self._host.protocol().conversation
@@ -199,7 +200,7 @@ class McpRunner:
         if not isinstance(item, McpCallItem):
             return
         self._host.emit(
-            ev.McpCallStartedEvent(
+            mev.McpCallStartedEvent(
                 item_id=event.item_id,
                 response_id=conversation.response_of(event.item_id) or "",
                 server_label=item.server_label,
@@ -211,7 +212,7 @@ class McpRunner:
     def _call_done(self, response_id: str, item: McpCallItem) -> None:
         self._arguments.pop(item.id, None)
         self._host.emit(
-            ev.McpCallDoneEvent(
+            mev.McpCallDoneEvent(
                 item_id=item.id,
                 response_id=response_id,
                 server_label=item.server_label,

@@ -12,6 +12,7 @@ from voxwire.asyncio import events as ev
 from voxwire.asyncio.history import HistoryItem, build_history
 from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.mcp import McpRunner
+from voxwire.asyncio.mcp_events import McpToolListing
 from voxwire.asyncio.metrics import MetricsRecorder, SessionMetrics
 from voxwire.asyncio.options import SessionOptions
 from voxwire.asyncio.queue import EventQueue
@@ -76,7 +77,7 @@ class SessionReading:
         return build_history(self._protocol.conversation)
 
     @property
-    def available_mcp_tools(self) -> tuple[ev.McpToolListing, ...]:
+    def available_mcp_tools(self) -> tuple[McpToolListing, ...]:
         """The hosted MCP tools the model can call now: the tools each configured MCP server
         listed (``mcp_tools_changed`` announces changes; see :mod:`voxwire.asyncio.mcp`)."""
         return self._mcp.available_tools
