@@ -220,7 +220,8 @@ class MetricsCollectedEvent:
     :class:`~voxwire.asyncio.metrics.ResponseMetrics` once a response is done (with an audio
     output, once its first sample played), or a
     :class:`~voxwire.asyncio.metrics.TranscriptionMetrics` when the user's audio was
-    transcribed."""
+    transcribed, or an :class:`~voxwire.asyncio.metrics.InterruptionMetrics` per item an
+    interruption cut (its truncation point and the audio dropped unplayed)."""
 
     type: Literal["metrics_collected"] = field(default="metrics_collected", init=False)
     metrics: Metrics

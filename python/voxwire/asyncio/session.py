@@ -53,6 +53,7 @@ from voxwire.asyncio.microphone import AudioSource, Microphone
 from voxwire.asyncio.options import SessionOptions
 from voxwire.asyncio.playback import (
     AudioOutputFeed,
+    AudioOutputPath,
     AudioOutputTarget,
     PlaybackMonitor,
     output_path,
@@ -217,6 +218,7 @@ class RealtimeSession(SessionReading, SessionSending):
             emit=self._emit_metrics,
             playback=self._playback,
             is_out_of_band=lambda response_id: self._protocol.is_out_of_band(response_id),
+            underruns=sink.underruns if isinstance(sink, AudioOutputPath) else None,
         )
         self._feed = (
             AudioOutputFeed(sink, lambda: self._protocol.session, self._metrics.audio_pushed, emit)
