@@ -51,13 +51,15 @@ class _Recorded:
 
 class RecordingConnector:
     """Opens real websockets (``connect_websocket``) and records each connection's client
-    events in ``sent[n]`` (n-th connection opened) and its URL in ``urls[n]``. ``hold(n)``
+    events in ``sent[n]`` (n-th connection opened) and its URL in ``urls[n]``; ``attempts``
+    holds the URL of every connection tried, opened or not. ``hold(n)``
     makes the n-th connection's handshake wait until ``release(n)``; ``opened(n)`` waits until
     the n-th connection is open."""
 
     def __init__(self) -> None:
         self.sent: list[list[dict[str, Any]]] = []
         self.urls: list[str] = []
+        self.attempts: list[str] = []
         self._gates: dict[int, asyncio.Event] = {}
         self._opened: dict[int, asyncio.Event] = {}
 
@@ -72,6 +74,7 @@ class RecordingConnector:
         await asyncio.wait_for(event.wait(), timeout_s)
 
     async def __call__(self, request: ConnectRequest) -> Transport:
+        self.attempts.append(request.url)
         inner = await connect_websocket(request)
         index = len(self.sent)
         self.sent.append([])

@@ -11,8 +11,9 @@ closes it at once: on the hosted service that is a Realtime session opened and c
 no audio and no response.
 
 Each change is an ``endpoint_health`` event; ``session.endpoints`` lists every endpoint's
-:class:`EndpointStatus`. With a single endpoint nothing is probed (there is nothing to prefer
-instead; a reconnect policy retries it). The probes stop when the session closes
+:class:`EndpointStatus`. With a single endpoint there are no events and nothing is probed
+(there is nothing to prefer instead; a reconnect policy retries it); its status still counts
+the failures. The probes stop when the session closes
 (:meth:`EndpointHealth.aclose`).
 """
 
@@ -83,7 +84,7 @@ class EndpointHealth:
         probe = self._probes.pop(url, None)
         if probe is not None and probe is not asyncio.current_task():
             probe.cancel()
-        if not was.healthy:
+        if not was.healthy and len(self._urls) > 1:
             log.info("endpoint %s answers again", url)
             self._emit(ev.EndpointHealthEvent(url=url, healthy=True))
 
@@ -91,9 +92,10 @@ class EndpointHealth:
         """A connection to ``url`` failed to open: unhealthy, probed in the background (when
         there are other endpoints to prefer meanwhile)."""
         was = self._status[url]
-        probing = len(self._urls) > 1 and not self._tasks.closed
+        several = len(self._urls) > 1
+        probing = several and not self._tasks.closed
         self._note_failure(url, error, probing=probing)
-        if was.healthy:
+        if was.healthy and several:
             log.info("endpoint %s marked unhealthy: %s", url, error)
             self._emit(ev.EndpointHealthEvent(url=url, healthy=False, error=error))
         if probing and url not in self._probes:
