@@ -32,6 +32,10 @@ per-connection state (the gate, pending requests, the server's session), so ever
 gets a fresh :class:`~voxwire.protocol.RealtimeProtocol` (sharing the session's id factory, so
 ids never repeat); the conversation is carried over by recreating it.
 
+The same handshake (:func:`restore_on`) serves a renewal (:mod:`voxwire.asyncio.renewal`):
+planned, on a connection prepared beside the live one; after a ``session_expired``, here, with
+the renewal's attempts and a ``renewed`` event instead of ``reconnecting`` / ``reconnected``.
+
 Ownership: :meth:`Reconnector.recover` runs in the session's receive-loop task (the loop pumps a
 connection, reconnects, pumps the next). ``close()`` cancels that task, which aborts a backoff
 sleep, a handshake or a restoration at once; a connection opened by an aborted attempt is closed
