@@ -86,7 +86,11 @@ def _serve(args: argparse.Namespace) -> int:
         faults=faults,
         tts=None if args.no_audio else args.tts,
         pacing=Pacing(audio_pace=args.pace, text_tokens_per_s=args.text_rate),
-        max_session_s=args.max_session_minutes * 60,
+        max_session_s=(
+            args.max_session_seconds
+            if args.max_session_seconds is not None
+            else args.max_session_minutes * 60
+        ),
     )
 
     async def run() -> None:
@@ -171,7 +175,15 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     sv.add_argument("--pace", type=float, default=4.0, help="audio speed, x real time (0: max)")
     sv.add_argument("--text-rate", type=float, default=100.0, help="text deltas per s (0: max)")
-    sv.add_argument("--max-session-minutes", type=float, default=60.0)
+    limit = sv.add_mutually_exclusive_group()
+    limit.add_argument(
+        "--max-session-minutes", type=float, default=60.0, help="session lifetime (default 60)"
+    )
+    limit.add_argument(
+        "--max-session-seconds",
+        type=float,
+        help="session lifetime in seconds, e.g. 2 to exercise a client's renewal",
+    )
     sv.add_argument(
         "--chat-url",
         metavar="URL",

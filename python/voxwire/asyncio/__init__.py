@@ -9,6 +9,8 @@
 * :mod:`~voxwire.asyncio.translate` — wire events to session events, without I/O.
 * :mod:`~voxwire.asyncio.reconnect` — :class:`ReconnectPolicy`: reconnecting after a lost
   connection and resuming the conversation on the new server session.
+* :mod:`~voxwire.asyncio.renewal` — :class:`RenewalPolicy`: moving to a new server session
+  before the maximum session duration; :mod:`~voxwire.asyncio.health` — endpoint health.
 * :mod:`~voxwire.asyncio.tools` / :mod:`~voxwire.asyncio.guardrails` — running the agent's
   function tools and output guardrails; :mod:`~voxwire.asyncio.supervisor` owns their tasks
   (docs/agents.md).
@@ -29,6 +31,7 @@ from voxwire.asyncio.events import (
     CloseEvent,
     CloseReason,
     ConversationItemAddedEvent,
+    EndpointHealthEvent,
     ErrorEvent,
     ErrorSource,
     FunctionToolsExecutedEvent,
@@ -39,6 +42,8 @@ from voxwire.asyncio.events import (
     RawServerEvent,
     ReconnectedEvent,
     ReconnectingEvent,
+    RenewalReason,
+    RenewedEvent,
     ResponseDoneEvent,
     ResponseStartedEvent,
     SessionEvent,
@@ -51,6 +56,7 @@ from voxwire.asyncio.events import (
     UserState,
     UserStateChangedEvent,
 )
+from voxwire.asyncio.health import EndpointStatus
 from voxwire.asyncio.history import (
     AudioContent,
     HistoryContent,
@@ -63,6 +69,7 @@ from voxwire.asyncio.history import (
     TextContent,
 )
 from voxwire.asyncio.reconnect import ReconnectPolicy, SessionReconnecting
+from voxwire.asyncio.renewal import RenewalPolicy
 from voxwire.asyncio.session import RealtimeSession, SessionState
 from voxwire.asyncio.transport import (
     Connector,
@@ -93,6 +100,8 @@ __all__ = [
     "ConnectionFailed",
     "Connector",
     "ConversationItemAddedEvent",
+    "EndpointHealthEvent",
+    "EndpointStatus",
     "ErrorEvent",
     "ErrorSource",
     "FunctionToolsExecutedEvent",
@@ -112,6 +121,9 @@ __all__ = [
     "ReconnectPolicy",
     "ReconnectedEvent",
     "ReconnectingEvent",
+    "RenewalPolicy",
+    "RenewalReason",
+    "RenewedEvent",
     "ResponseDoneEvent",
     "ResponseStartedEvent",
     "SessionClosed",

@@ -34,6 +34,7 @@ __all__ = [
     "CloseEvent",
     "CloseReason",
     "ConversationItemAddedEvent",
+    "EndpointHealthEvent",
     "ErrorEvent",
     "ErrorSource",
     "FunctionToolsExecutedEvent",
@@ -45,6 +46,8 @@ __all__ = [
     "RawServerEvent",
     "ReconnectedEvent",
     "ReconnectingEvent",
+    "RenewalReason",
+    "RenewedEvent",
     "ResponseDoneEvent",
     "ResponseStartedEvent",
     "ServerEventConsumer",
@@ -299,6 +302,45 @@ class ReconnectedEvent:
     items_resent: int = 0
 
 
+#: Why a session moved to a new server session: its planned renewal came due (``planned``), or
+#: the server expired it first (``expired``). See :mod:`voxwire.asyncio.renewal`.
+RenewalReason = Literal["planned", "expired"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RenewedEvent:
+    """The session moved to a new server session before (``planned``) or at (``expired``) the
+    maximum session duration, and goes on (``RenewalPolicy``; docs/session.md, "Renewal past the
+    maximum session duration"). ``old_session_id`` / ``new_session_id``: the server's session
+    ids (``None`` if a server sent none); ``switch_s``: seconds from the decision to renew (a
+    turn boundary reached, or the expiry) to the new connection taking over; ``items_replayed``:
+    conversation items recreated on the new server session (``items_skipped`` could not be);
+    ``items_resent``: items sent during the switch that went to the new connection."""
+
+    type: Literal["renewed"] = field(default="renewed", init=False)
+    reason: RenewalReason
+    url: str
+    old_session_id: str | None
+    new_session_id: str | None
+    switch_s: float
+    items_replayed: int
+    items_skipped: int = 0
+    items_resent: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EndpointHealthEvent:
+    """An endpoint of the session (``url`` or one of ``fallback_urls``) changed health:
+    ``healthy=False`` after a failed connection (``error`` says why; the session probes it in the
+    background), ``True`` once it answers again (it is then preferred again, in its configured
+    order). ``session.endpoints`` shows them all."""
+
+    type: Literal["endpoint_health"] = field(default="endpoint_health", init=False)
+    url: str
+    healthy: bool
+    error: BaseException | None = None
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RawServerEvent:
     """A server event as the protocol core decoded it (opt-in: ``raw_server_events=True``;
@@ -435,6 +477,8 @@ SessionEvent: TypeAlias = (
     | RawServerEvent
     | ReconnectingEvent
     | ReconnectedEvent
+    | RenewedEvent
+    | EndpointHealthEvent
     | AgentStartEvent
     | AgentEndEvent
     | HandoffEvent

@@ -11,6 +11,7 @@ belong to the session: they read and change its private state, and nothing else 
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import TYPE_CHECKING, Any
 
 from voxwire.agents.agent import ResolvedAgent, ResolvedHandoff
@@ -18,6 +19,7 @@ from voxwire.asyncio import events as ev
 from voxwire.asyncio.history import HistoryItem
 from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.reconnect import Resumed
+from voxwire.asyncio.transport import Transport
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.items import function_call_output, system_message
 from voxwire.protocol.protocol import RealtimeProtocol
@@ -25,7 +27,7 @@ from voxwire.protocol.protocol import RealtimeProtocol
 if TYPE_CHECKING:
     from voxwire.asyncio.session import RealtimeSession
 
-__all__ = ["AgentHost", "InputHost", "ReconnectHost", "SwitchHost"]
+__all__ = ["AgentHost", "InputHost", "ReconnectHost", "RenewHost", "SwitchHost"]
 
 
 class SwitchHost:
@@ -91,16 +93,27 @@ class ReconnectHost:
         session = self._session
         if session.state is not SessionState.RECONNECTING:  # close() came first
             return False
+        self.install(resumed)
+        return True
+
+    def install(self, resumed: Resumed) -> None:
+        session = self._session
         session._protocol = resumed.protocol
         session._translator.connection_replaced(resumed.protocol)
         session._pump.transport = resumed.transport
         session._url = resumed.url
         session._pump.discard()
         session._state = SessionState.OPEN
-        return True
+        if session._reconnector is not None:
+            session._reconnector.server_session_replaced()
 
     def connection_replaced(self) -> None:
         self._session._tools.connection_replaced()
+        if self._session._renewer is not None:
+            self._session._renewer.server_session_started()
+
+    def now(self) -> float:
+        return time.monotonic()
 
     def user_state(self) -> ev.UserState:
         return self._session._translator.user_state
@@ -111,6 +124,26 @@ class ReconnectHost:
     @property
     def restore_timeout_s(self) -> float:
         return self._session._options.open_timeout_s
+
+
+class RenewHost(ReconnectHost):
+    """The session as the renewer sees it (asyncio/renewal.py): the reconnector's face, and
+    the connection in use, its turn state and its sending."""
+
+    def __init__(self, session: RealtimeSession) -> None:
+        super().__init__(session)
+        self.flush = session._pump.flush
+
+    @property
+    def transport(self) -> Transport | None:
+        return self._session._pump.transport
+
+    def is_open(self) -> bool:
+        return self._session.state is SessionState.OPEN
+
+    def playing(self) -> bool:
+        playback = self._session._playback
+        return playback is not None and playback.playing
 
 
 class AgentHost:

@@ -21,6 +21,7 @@ from voxwire.asyncio.endpoint import ApiKeySource, build_url
 from voxwire.asyncio.microphone import AudioSource, check_source
 from voxwire.asyncio.playback import AudioOutputTarget, attached_output
 from voxwire.asyncio.reconnect import ReconnectPolicy
+from voxwire.asyncio.renewal import RenewalPolicy
 from voxwire.asyncio.tools import DEFAULT_REJECTION_MESSAGE
 from voxwire.asyncio.tracing import SessionTracer, TracingSetting, tracing_setting
 from voxwire.asyncio.transport import (
@@ -77,6 +78,7 @@ class SessionOptions:
     audio_input: AudioSource | None = None
     local_barge_in: bool | BargeInDetector = False
     input_frame_ms: int = 20
+    renewal: RenewalPolicy | None = None
 
     # Derived, checked values (set in __post_init__).
     primary_url: str = field(init=False)
@@ -96,6 +98,10 @@ class SessionOptions:
         if not isinstance(self.reconnect, ReconnectPolicy | None):
             raise ConfigurationError(
                 f"reconnect={self.reconnect!r} is invalid: expected a ReconnectPolicy or None"
+            )
+        if not isinstance(self.renewal, RenewalPolicy | None):
+            raise ConfigurationError(
+                f"renewal={self.renewal!r} is invalid: expected a RenewalPolicy or None"
             )
         feedback = self.guardrail_feedback
         if not (isinstance(feedback, str) or callable(feedback)):
@@ -213,5 +219,9 @@ class SessionOptions:
 
     def feedback_for(self, guardrails: Sequence[str]) -> str:
         """What the model is told after output guardrails tripped."""
+        if not isinstance(self.renewal, RenewalPolicy | None):
+            raise ConfigurationError(
+                f"renewal={self.renewal!r} is invalid: expected a RenewalPolicy or None"
+            )
         feedback = self.guardrail_feedback
         return feedback if isinstance(feedback, str) else feedback(guardrails)

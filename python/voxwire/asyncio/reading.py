@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.asyncio import events as ev
+from voxwire.asyncio.dial import Dialer
+from voxwire.asyncio.health import EndpointStatus
 from voxwire.asyncio.history import HistoryItem, build_history
 from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.metrics import MetricsRecorder, SessionMetrics
@@ -43,6 +45,7 @@ class SessionReading:
     _metrics: MetricsRecorder
     _tracer: SessionTracer
     _microphone: Microphone | None
+    _dialer: Dialer
 
     @property
     def state(self) -> SessionState:
@@ -53,6 +56,13 @@ class SessionReading:
         """The URL connected to (the first that worked, once connected; it holds no
         credentials)."""
         return self._url
+
+    @property
+    def endpoints(self) -> tuple[EndpointStatus, ...]:
+        """Every endpoint (``url``, then ``fallback_urls``) with its health: an endpoint that
+        failed to open is tried after the others and probed in the background until it answers
+        (:mod:`voxwire.asyncio.health`)."""
+        return self._dialer.endpoints
 
     @property
     def agent(self) -> RealtimeAgent | None:

@@ -45,7 +45,7 @@ from voxwire.asyncio.dispatch import Dispatcher
 from voxwire.asyncio.endpoint import ApiKeySource
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.guardrails import GuardrailRunner
-from voxwire.asyncio.hosts import AgentHost, InputHost, ReconnectHost, SwitchHost
+from voxwire.asyncio.hosts import AgentHost, InputHost, ReconnectHost, RenewHost, SwitchHost
 from voxwire.asyncio.interruption import Interrupter
 from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics
@@ -62,6 +62,7 @@ from voxwire.asyncio.pump import Pump
 from voxwire.asyncio.queue import EventQueue, QueueClosed, QueueIterator
 from voxwire.asyncio.reading import SessionReading
 from voxwire.asyncio.reconnect import Reconnector, ReconnectPolicy
+from voxwire.asyncio.renewal import RenewalPolicy, Renewer
 from voxwire.asyncio.sending import SessionSending
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.asyncio.switching import AgentSwitcher, UpdateWaiters
@@ -129,6 +130,10 @@ class RealtimeSession(SessionReading, SessionSending):
     ``guardrail_debounce_chars`` new characters (``None``: complete transcripts only) and, on
     a trip, the model gets ``guardrail_feedback`` (text, or a function of the tripped
     guardrails' names) as a system message before it answers again.
+
+    ``reconnect`` (:class:`~voxwire.asyncio.ReconnectPolicy`) resumes after a lost connection;
+    ``renewal`` (:class:`~voxwire.asyncio.RenewalPolicy`) renews before the server's maximum
+    session duration (:mod:`voxwire.asyncio.renewal`).
     """
 
     def __init__(
@@ -167,6 +172,7 @@ class RealtimeSession(SessionReading, SessionSending):
         audio_input: AudioSource | None = None,
         local_barge_in: bool | BargeInDetector = False,
         input_frame_ms: int = 20,
+        renewal: RenewalPolicy | None = None,
     ) -> None:
         # Every argument goes to SessionOptions, which checks them (asyncio/options.py);
         # nothing is opened, read or started here.
@@ -184,7 +190,8 @@ class RealtimeSession(SessionReading, SessionSending):
         # One id factory for every connection's protocol core: ids never repeat; the log of the
         # application's session updates, made again after a reconnection (with a policy only).
         self._ids: IdFactory = options.id_factory()
-        self._update_log = SessionUpdateLog() if options.reconnect is not None else None
+        restores = options.reconnect is not None or options.renewal is not None
+        self._update_log = SessionUpdateLog() if restores else None
         self._protocol = self._new_protocol()
         self._state = SessionState.NEW
         self._waiters = UpdateWaiters()
@@ -193,7 +200,7 @@ class RealtimeSession(SessionReading, SessionSending):
         self._shutdown_task: asyncio.Task[None] | None = None
         self._closed_event: asyncio.Event | None = None
         self._close_requested = False
-        self._dialer = Dialer(options, self._check_close_requested)
+        self._dialer = Dialer(options, self._check_close_requested, emit)
         self._close_event: ev.CloseEvent | None = None
         self._muted = False
         self._muted_bytes = 0
@@ -251,11 +258,14 @@ class RealtimeSession(SessionReading, SessionSending):
     ) -> None:
         """Reconnection, tools and guardrails, and the order every server event visits the
         parts in (:meth:`_dispatch`)."""
+        renewal = options.renewal
+        expiry = renewal.expiry_policy() if renewal is not None else None
         self._reconnector = (
-            Reconnector(options.reconnect, ReconnectHost(self))
-            if options.reconnect is not None
+            Reconnector(options.reconnect, ReconnectHost(self), expiry=expiry)
+            if options.reconnect is not None or renewal is not None
             else None
         )
+        self._renewer = Renewer(renewal, RenewHost(self)) if renewal is not None else None
         self._background = OwnedTasks(self._background_failed)
         host = AgentHost(self)
         active = self._switcher.active
@@ -272,7 +282,8 @@ class RealtimeSession(SessionReading, SessionSending):
         # The audio first (it plays as soon as it arrives), then what cuts it; the translated
         # events before the agent features (a tool call starts once its item is in the
         # history), tracing, then metrics (metrics_collected follows response_done).
-        parts: list[Any] = [self._feed, self._interrupter, self._reconnector, self._switcher]
+        parts: list[Any] = [self._feed, self._interrupter, self._reconnector, self._renewer]
+        parts.append(self._switcher)
         parts += [self._translator, self._tools, self._guardrails, self._tracer, self._metrics]
         self._dispatcher = Dispatcher(tuple(filter(None, parts)), self._handling_failed)
 
@@ -402,6 +413,9 @@ class RealtimeSession(SessionReading, SessionSending):
             self._microphone.stop()
         if self._playback is not None:
             await self._playback.aclose()
+        if self._renewer is not None:
+            await self._renewer.aclose()
+        await self._dialer.aclose()
         self._metrics.close()
 
     def _finish(self, close: ev.CloseEvent) -> None:
@@ -434,6 +448,9 @@ class RealtimeSession(SessionReading, SessionSending):
         awaited by the session."""
         while True:
             close = await self._pump.run(transport)
+            if self._pump.transport not in (transport, None) and self._state is SessionState.OPEN:
+                transport = self._pump.transport  # renewed (asyncio/renewal.py): pump the new one
+                continue
             reconnector = self._reconnector
             if (
                 reconnector is None
