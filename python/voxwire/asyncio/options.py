@@ -31,6 +31,7 @@ from voxwire.asyncio.transport import (
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.ids import CounterIds, IdFactory
+from voxwire.store import AudioPolicy, ConversationStore
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -72,6 +73,9 @@ class SessionOptions:
     guardrail_debounce_chars: int | None = DEFAULT_DEBOUNCE_CHARS
     guardrail_feedback: str | Callable[[Sequence[str]], str] = default_feedback
     reconnect: ReconnectPolicy | None = None
+    store: ConversationStore | None = None
+    conversation_id: str | None = None
+    store_audio: AudioPolicy | None = None
 
     # Derived, checked values (set in __post_init__).
     primary_url: str = field(init=False)
@@ -91,6 +95,7 @@ class SessionOptions:
             raise ConfigurationError(
                 f"reconnect={self.reconnect!r} is invalid: expected a ReconnectPolicy or None"
             )
+        self._check_store()
         feedback = self.guardrail_feedback
         if not (isinstance(feedback, str) or callable(feedback)):
             raise ConfigurationError(
@@ -112,6 +117,23 @@ class SessionOptions:
 
     def _set(self, name: str, value: object) -> None:
         object.__setattr__(self, name, value)  # a frozen dataclass's derived fields
+
+    def _check_store(self) -> None:
+        if not isinstance(self.store, ConversationStore | None):
+            raise ConfigurationError(
+                f"store={self.store!r} is invalid: expected a voxwire.store.ConversationStore "
+                "(await SQLiteStore.open(path), await PostgresStore.open(conninfo)) or None"
+            )
+        cid = self.conversation_id
+        if cid is not None and (not isinstance(cid, str) or not cid.strip()):
+            raise ConfigurationError(
+                f"conversation_id={cid!r} is invalid: expected non-empty text, or None for a new id"
+            )
+        if not isinstance(self.store_audio, AudioPolicy | None):
+            raise ConfigurationError(
+                f"store_audio={self.store_audio!r} is invalid: expected a "
+                "voxwire.store.AudioPolicy or None (no audio stored)"
+            )
 
     def _check_endpoint(self) -> None:
         primary = build_url(self.url, model=self.model, call_id=self.call_id)
@@ -187,5 +209,6 @@ class SessionOptions:
 
     def feedback_for(self, guardrails: Sequence[str]) -> str:
         """What the model is told after output guardrails tripped."""
+        self._check_store()
         feedback = self.guardrail_feedback
         return feedback if isinstance(feedback, str) else feedback(guardrails)

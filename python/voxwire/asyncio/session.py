@@ -50,6 +50,7 @@ from voxwire.asyncio.interruption import Interrupter
 from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics
 from voxwire.asyncio.options import SessionOptions
+from voxwire.asyncio.persistence import Persistence, SessionPersistence
 from voxwire.asyncio.playback import (
     AudioOutputFeed,
     AudioOutputTarget,
@@ -60,6 +61,7 @@ from voxwire.asyncio.pump import Pump
 from voxwire.asyncio.queue import EventQueue, QueueClosed, QueueIterator
 from voxwire.asyncio.reading import SessionReading
 from voxwire.asyncio.reconnect import Reconnector, ReconnectPolicy
+from voxwire.asyncio.resumption import ConversationStart, resume_options
 from voxwire.asyncio.sending import SessionSending
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.asyncio.switching import AgentSwitcher, UpdateWaiters
@@ -77,6 +79,7 @@ from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.ids import IdFactory
 from voxwire.protocol.protocol import RealtimeProtocol
 from voxwire.protocol.updates import SessionUpdateLog
+from voxwire.store import AudioPolicy, ConversationStore, SessionSnapshot
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -86,7 +89,7 @@ __all__ = ["RealtimeSession", "SessionState"]
 log = logging.getLogger("voxwire.session")
 
 
-class RealtimeSession(SessionReading, SessionSending):
+class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
     """One Realtime conversation. Use ``async with RealtimeSession(...) as session:`` (or
     ``connect()`` / ``close()``) and ``async for event in session``.
 
@@ -158,6 +161,9 @@ class RealtimeSession(SessionReading, SessionSending):
         guardrail_debounce_chars: int | None = DEFAULT_DEBOUNCE_CHARS,
         guardrail_feedback: str | Callable[[Sequence[str]], str] = default_feedback,
         reconnect: ReconnectPolicy | None = None,
+        store: ConversationStore | None = None,
+        conversation_id: str | None = None,
+        store_audio: AudioPolicy | None = None,
     ) -> None:
         # Every argument goes to SessionOptions, which checks them (asyncio/options.py);
         # nothing is opened, read or started here.
@@ -237,6 +243,8 @@ class RealtimeSession(SessionReading, SessionSending):
             else None
         )
         self._background = OwnedTasks(self._background_failed)
+        self._persistence = Persistence(options, emit)
+        self._start = ConversationStart(self._persistence, options.open_timeout_s)
         host = AgentHost(self)
         active = self._switcher.active
         self._tools = ToolRunner(
@@ -245,6 +253,7 @@ class RealtimeSession(SessionReading, SessionSending):
             active,
             delivery_attempts=options.tool_output_attempts,
             rejection_message=options.tool_rejection_message,
+            observer=self._persistence,
         )
         self._guardrails = GuardrailRunner(
             host, self._background, active, debounce_chars=options.guardrail_debounce_chars
@@ -252,7 +261,8 @@ class RealtimeSession(SessionReading, SessionSending):
         # The audio first (it plays as soon as it arrives), then what cuts it; the translated
         # events before the agent features (a tool call starts once its item is in the
         # history), tracing, then metrics (metrics_collected follows response_done).
-        parts: list[Any] = [self._feed, self._interrupter, self._reconnector, self._switcher]
+        parts: list[Any] = [self._feed, self._interrupter, self._reconnector, self._persistence]
+        parts.append(self._switcher)
         parts += [self._translator, self._tools, self._guardrails, self._tracer, self._metrics]
         self._dispatcher = Dispatcher(tuple(filter(None, parts)), self._handling_failed)
 
@@ -290,7 +300,9 @@ class RealtimeSession(SessionReading, SessionSending):
         self._closed_event = asyncio.Event()
         self._tracer.session_started(**{"voxwire.url": self._options.primary_url})
         try:
+            self._switcher.agent = await self._start.before_open(self._switcher.agent)
             await self._open()
+            await self._start.after_open(self._protocol, self._pump.flush, self._tools)
         except BaseException as exc:
             # Python skips __aexit__ when __aenter__ raises: release here what was acquired.
             await self._shutdown(ev.CloseEvent(reason="error", error=exc, detail="connect failed"))
@@ -325,6 +337,27 @@ class RealtimeSession(SessionReading, SessionSending):
         if self._close_event is not None:
             raise SessionClosed(f"the connection ended while connecting: {self._describe_close()}")
         self._switcher.started(resolved)
+
+    @classmethod
+    def resume(
+        cls,
+        source: ConversationStore | SessionSnapshot | str,
+        conversation_id: str | None = None,
+        *,
+        agent: RealtimeAgent | None = None,
+        agents: Sequence[RealtimeAgent] = (),
+        **options: Any,
+    ) -> RealtimeSession:
+        """A session that goes on with a recorded conversation: ``source`` is the store holding
+        ``conversation_id`` (the session records into it) or a snapshot (``snapshot()``, or its
+        JSON). At ``connect()`` it replays the conversation, restores the active agent (found
+        among ``agent``, ``agents`` and their handoffs), asks again for pending approvals and
+        delivers undelivered tool outputs without running the tools again. ``options``: the
+        constructor's (docs/persistence.md)."""
+        snapshot, options = resume_options(source, conversation_id, options)
+        session = cls(agent, **options)
+        session._start.resume_from(snapshot, agents)
+        return session
 
     def _check_close_requested(self) -> None:
         if self._close_requested:
@@ -378,6 +411,7 @@ class RealtimeSession(SessionReading, SessionSending):
         if self._playback is not None:
             await self._playback.aclose()
         self._metrics.close()
+        await self._persistence.aclose()
 
     def _finish(self, close: ev.CloseEvent) -> None:
         """The terminal state: the close event last, iterators woken, waiters failed."""
