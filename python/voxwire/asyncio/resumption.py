@@ -27,7 +27,7 @@ import asyncio
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import msgspec
 
@@ -54,6 +54,7 @@ from voxwire.store import (
 
 __all__ = [
     "ConversationStart",
+    "ResumeSource",
     "ResumedCall",
     "calls_to_resume",
     "find_agent",
@@ -62,14 +63,22 @@ __all__ = [
 ]
 
 
+#: What ``RealtimeSession.resume`` resumes from: a store (with the conversation id), a
+#: snapshot, or a snapshot's JSON text.
+ResumeSource: TypeAlias = "ConversationStore | SessionSnapshot | str"
+
+
 def resume_options(
-    source: ConversationStore | SessionSnapshot | str,
-    conversation_id: str | None,
-    options: dict[str, Any],
-) -> tuple[SessionSnapshot | None, dict[str, Any]]:
+    source: ResumeSource, conversation_id: str | None, options: dict[str, Any]
+) -> tuple[SessionSnapshot | None, tuple[RealtimeAgent, ...], dict[str, Any]]:
     """Check what ``RealtimeSession.resume`` was given: the snapshot to resume from (``None``:
-    load it from the store at ``connect()``) and the session's options."""
+    load it from the store at ``connect()``), the other agents (``agents=``) and the
+    session's options."""
     options = dict(options)
+    agents = tuple(options.pop("agents", ()))
+    for other in agents:
+        if not isinstance(other, RealtimeAgent):
+            raise ConfigurationError(f"agents=: {other!r} is not a RealtimeAgent")
     if options.get("ids") is None:
         # The conversation holds the ids of the sessions before: a counter starting again at 1
         # would make them again (the server refuses an item id it has).
@@ -86,7 +95,7 @@ def resume_options(
                 "recorded in the store it came from; leave store= out"
             )
         options.update(store=source, conversation_id=conversation_id)
-        return None, options
+        return None, agents, options
     if isinstance(source, str | bytes):
         source = SessionSnapshot.from_json(source)
     if not isinstance(source, SessionSnapshot):
@@ -100,7 +109,7 @@ def resume_options(
             f"conversation {source.conversation_id!r}; leave conversation_id out"
         )
     options["conversation_id"] = source.conversation_id
-    return source, options
+    return source, agents, options
 
 
 def find_agent(

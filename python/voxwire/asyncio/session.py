@@ -61,7 +61,7 @@ from voxwire.asyncio.pump import Pump
 from voxwire.asyncio.queue import EventQueue, QueueClosed, QueueIterator
 from voxwire.asyncio.reading import SessionReading
 from voxwire.asyncio.reconnect import Reconnector, ReconnectPolicy
-from voxwire.asyncio.resumption import ConversationStart, resume_options
+from voxwire.asyncio.resumption import ConversationStart, ResumeSource, resume_options
 from voxwire.asyncio.sending import SessionSending
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.asyncio.switching import AgentSwitcher, UpdateWaiters
@@ -79,7 +79,7 @@ from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.ids import IdFactory
 from voxwire.protocol.protocol import RealtimeProtocol
 from voxwire.protocol.updates import SessionUpdateLog
-from voxwire.store import AudioPolicy, ConversationStore, SessionSnapshot
+from voxwire.store import AudioPolicy, ConversationStore
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -126,6 +126,10 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
     ``guardrail_debounce_chars`` new characters (``None``: complete transcripts only) and, on
     a trip, the model gets ``guardrail_feedback`` (text, or a function of the tripped
     guardrails' names) as a system message before it answers again.
+
+    Persistence (docs/persistence.md): ``store`` records the conversation ``conversation_id``
+    (default: a new id) as the server confirms it, ``store_audio`` adds its audio;
+    :meth:`snapshot`, :meth:`resume`.
     """
 
     def __init__(
@@ -340,22 +344,13 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
 
     @classmethod
     def resume(
-        cls,
-        source: ConversationStore | SessionSnapshot | str,
-        conversation_id: str | None = None,
-        *,
-        agent: RealtimeAgent | None = None,
-        agents: Sequence[RealtimeAgent] = (),
-        **options: Any,
+        cls, source: ResumeSource, conversation_id: str | None = None, **options: Any
     ) -> RealtimeSession:
-        """A session that goes on with a recorded conversation: ``source`` is the store holding
-        ``conversation_id`` (the session records into it) or a snapshot (``snapshot()``, or its
-        JSON). At ``connect()`` it replays the conversation, restores the active agent (found
-        among ``agent``, ``agents`` and their handoffs), asks again for pending approvals and
-        delivers undelivered tool outputs without running the tools again. ``options``: the
-        constructor's (docs/persistence.md)."""
-        snapshot, options = resume_options(source, conversation_id, options)
-        session = cls(agent, **options)
+        """A session going on with a stored conversation (``agent=``, ``agents=``, constructor
+        options): replay, agent, approvals, undelivered outputs at ``connect()``; see
+        :mod:`voxwire.asyncio.resumption` and docs/persistence.md."""
+        snapshot, agents, options = resume_options(source, conversation_id, options)
+        session = cls(**options)
         session._start.resume_from(snapshot, agents)
         return session
 
