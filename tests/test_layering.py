@@ -61,6 +61,7 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire._core",
             "voxwire.exceptions",
             "voxwire.logs",
+            "voxwire.store",
         },
         # opentelemetry: optional client spans (asyncio/tracing.py imports it when installed).
         "third_party": {"websockets", "numpy", "msgspec", "opentelemetry"},

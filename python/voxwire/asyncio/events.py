@@ -83,6 +83,7 @@ ErrorSource = Literal[
     "tool",
     "guardrail",
     "agent",
+    "store",
 ]
 """``server``: an ``error`` event from the server; ``protocol``: a frame the protocol core
 could not read; ``session``: the session failed handling an event (a bug, reported, not
@@ -90,7 +91,8 @@ fatal); ``transcription``: input transcription failed; ``audio_input``: the audi
 its pipeline failed (the microphone stopped); ``audio_output``: audio could not be queued for
 playback; ``tool``: a function tool failed, timed out, got bad arguments or its
 output could not be delivered (the model was told); ``guardrail``: an output guardrail raised
-(it counts as not tripped); ``agent``: a handoff could not be made (the model was told)."""
+(it counts as not tripped); ``agent``: a handoff could not be made (the model was told);
+``store``: the conversation store failed a write (the session goes on, unrecorded)."""
 
 SpeechSource = ResponseSource
 """Why a response was created: ``response`` (the user spoke with server VAD on, or the

@@ -35,8 +35,12 @@ class SwitchHost:
 
     def __init__(self, session: RealtimeSession) -> None:
         self._session = session
-        self.emit = session._queue.put
         self.require_open = session._require_open
+
+    def emit(self, event: ev.SessionEvent) -> None:
+        if isinstance(event, ev.AgentStartEvent):  # the persistence part records the agent
+            self._session._persistence.agent_started(event.agent.name)
+        self._session._queue.put(event)
 
     def is_open(self) -> bool:
         return self._session.state is SessionState.OPEN

@@ -34,6 +34,7 @@ from voxwire.audio.bargein import BargeInDetector
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.ids import CounterIds, IdFactory
+from voxwire.store import AudioPolicy, ConversationStore
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -79,6 +80,9 @@ class SessionOptions:
     local_barge_in: bool | BargeInDetector = False
     input_frame_ms: int = 20
     renewal: RenewalPolicy | None = None
+    store: ConversationStore | None = None
+    conversation_id: str | None = None
+    store_audio: AudioPolicy | None = None
 
     # Derived, checked values (set in __post_init__).
     primary_url: str = field(init=False)
@@ -103,6 +107,7 @@ class SessionOptions:
             raise ConfigurationError(
                 f"renewal={self.renewal!r} is invalid: expected a RenewalPolicy or None"
             )
+        self._check_store()
         feedback = self.guardrail_feedback
         if not (isinstance(feedback, str) or callable(feedback)):
             raise ConfigurationError(
@@ -124,6 +129,23 @@ class SessionOptions:
 
     def _set(self, name: str, value: object) -> None:
         object.__setattr__(self, name, value)  # a frozen dataclass's derived fields
+
+    def _check_store(self) -> None:
+        if not isinstance(self.store, ConversationStore | None):
+            raise ConfigurationError(
+                f"store={self.store!r} is invalid: expected a voxwire.store.ConversationStore "
+                "(await SQLiteStore.open(path), await PostgresStore.open(conninfo)) or None"
+            )
+        cid = self.conversation_id
+        if cid is not None and (not isinstance(cid, str) or not cid.strip()):
+            raise ConfigurationError(
+                f"conversation_id={cid!r} is invalid: expected non-empty text, or None for a new id"
+            )
+        if not isinstance(self.store_audio, AudioPolicy | None):
+            raise ConfigurationError(
+                f"store_audio={self.store_audio!r} is invalid: expected a "
+                "voxwire.store.AudioPolicy or None (no audio stored)"
+            )
 
     def _check_endpoint(self) -> None:
         primary = build_url(self.url, model=self.model, call_id=self.call_id)
@@ -219,9 +241,5 @@ class SessionOptions:
 
     def feedback_for(self, guardrails: Sequence[str]) -> str:
         """What the model is told after output guardrails tripped."""
-        if not isinstance(self.renewal, RenewalPolicy | None):
-            raise ConfigurationError(
-                f"renewal={self.renewal!r} is invalid: expected a RenewalPolicy or None"
-            )
         feedback = self.guardrail_feedback
         return feedback if isinstance(feedback, str) else feedback(guardrails)

@@ -51,6 +51,7 @@ from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics
 from voxwire.asyncio.microphone import AudioSource, Microphone
 from voxwire.asyncio.options import SessionOptions
+from voxwire.asyncio.persistence import Persistence, SessionPersistence
 from voxwire.asyncio.playback import (
     AudioOutputFeed,
     AudioOutputPath,
@@ -63,6 +64,7 @@ from voxwire.asyncio.queue import EventQueue, QueueClosed, QueueIterator
 from voxwire.asyncio.reading import SessionReading
 from voxwire.asyncio.reconnect import Reconnector, ReconnectPolicy
 from voxwire.asyncio.renewal import RenewalPolicy, Renewer
+from voxwire.asyncio.resumption import ConversationStart, ResumeSource, resume_options
 from voxwire.asyncio.sending import SessionSending
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.asyncio.switching import AgentSwitcher, UpdateWaiters
@@ -81,6 +83,7 @@ from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.ids import IdFactory
 from voxwire.protocol.protocol import RealtimeProtocol
 from voxwire.protocol.updates import SessionUpdateLog
+from voxwire.store import AudioPolicy, ConversationStore
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -90,7 +93,7 @@ __all__ = ["RealtimeSession", "SessionState"]
 log = logging.getLogger("voxwire.session")
 
 
-class RealtimeSession(SessionReading, SessionSending):
+class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
     """One Realtime conversation. Use ``async with RealtimeSession(...) as session:`` (or
     ``connect()`` / ``close()``) and ``async for event in session``.
 
@@ -134,6 +137,10 @@ class RealtimeSession(SessionReading, SessionSending):
     ``reconnect`` (:class:`~voxwire.asyncio.ReconnectPolicy`) resumes after a lost connection;
     ``renewal`` (:class:`~voxwire.asyncio.RenewalPolicy`) renews before the server's maximum
     session duration (:mod:`voxwire.asyncio.renewal`).
+
+    Persistence (docs/persistence.md): ``store`` records the conversation ``conversation_id``
+    (default: a new id) as the server confirms it, ``store_audio`` adds its audio;
+    :meth:`snapshot`, :meth:`resume`.
     """
 
     def __init__(
@@ -173,6 +180,9 @@ class RealtimeSession(SessionReading, SessionSending):
         local_barge_in: bool | BargeInDetector = False,
         input_frame_ms: int = 20,
         renewal: RenewalPolicy | None = None,
+        store: ConversationStore | None = None,
+        conversation_id: str | None = None,
+        store_audio: AudioPolicy | None = None,
     ) -> None:
         # Every argument goes to SessionOptions, which checks them (asyncio/options.py);
         # nothing is opened, read or started here.
@@ -267,6 +277,8 @@ class RealtimeSession(SessionReading, SessionSending):
         )
         self._renewer = Renewer(renewal, RenewHost(self)) if renewal is not None else None
         self._background = OwnedTasks(self._background_failed)
+        self._persistence = Persistence(options, emit)
+        self._start = ConversationStart(self._persistence, options.open_timeout_s)
         host = AgentHost(self)
         active = self._switcher.active
         self._tools = ToolRunner(
@@ -275,6 +287,7 @@ class RealtimeSession(SessionReading, SessionSending):
             active,
             delivery_attempts=options.tool_output_attempts,
             rejection_message=options.tool_rejection_message,
+            observer=self._persistence,
         )
         self._guardrails = GuardrailRunner(
             host, self._background, active, debounce_chars=options.guardrail_debounce_chars
@@ -283,6 +296,7 @@ class RealtimeSession(SessionReading, SessionSending):
         # events before the agent features (a tool call starts once its item is in the
         # history), tracing, then metrics (metrics_collected follows response_done).
         parts: list[Any] = [self._feed, self._interrupter, self._reconnector, self._renewer]
+        parts.append(self._persistence)
         parts.append(self._switcher)
         parts += [self._translator, self._tools, self._guardrails, self._tracer, self._metrics]
         self._dispatcher = Dispatcher(tuple(filter(None, parts)), self._handling_failed)
@@ -321,7 +335,9 @@ class RealtimeSession(SessionReading, SessionSending):
         self._closed_event = asyncio.Event()
         self._tracer.session_started(**{"voxwire.url": self._options.primary_url})
         try:
+            self._switcher.agent = await self._start.before_open(self._switcher.agent)
             await self._open()
+            await self._start.after_open(self._protocol, self._pump.flush, self._tools)
         except BaseException as exc:
             # Python skips __aexit__ when __aenter__ raises: release here what was acquired.
             await self._shutdown(ev.CloseEvent(reason="error", error=exc, detail="connect failed"))
@@ -358,6 +374,18 @@ class RealtimeSession(SessionReading, SessionSending):
         self._switcher.started(resolved)
         if self._microphone is not None:
             self._microphone.start()
+
+    @classmethod
+    def resume(
+        cls, source: ResumeSource, conversation_id: str | None = None, **options: Any
+    ) -> RealtimeSession:
+        """A session going on with a stored conversation (``agent=``, ``agents=``, constructor
+        options): replay, agent, approvals, undelivered outputs at ``connect()``; see
+        :mod:`voxwire.asyncio.resumption` and docs/persistence.md."""
+        snapshot, agents, options = resume_options(source, conversation_id, options)
+        session = cls(**options)
+        session._start.resume_from(snapshot, agents)
+        return session
 
     def _check_close_requested(self) -> None:
         if self._close_requested:
@@ -417,6 +445,7 @@ class RealtimeSession(SessionReading, SessionSending):
             await self._renewer.aclose()
         await self._dialer.aclose()
         self._metrics.close()
+        await self._persistence.aclose()
 
     def _finish(self, close: ev.CloseEvent) -> None:
         """The terminal state: the close event last, iterators woken, waiters failed."""

@@ -55,7 +55,7 @@ from voxwire.exceptions import ConfigurationError, InvalidState
 from voxwire.protocol import server_events as se
 from voxwire.protocol.items import FunctionCallItem
 
-__all__ = ["DEFAULT_REJECTION_MESSAGE", "ToolHost", "ToolRunner"]
+__all__ = ["DEFAULT_REJECTION_MESSAGE", "ToolHost", "ToolObserver", "ToolRunner"]
 
 DEFAULT_REJECTION_MESSAGE = "The user declined this tool call; it was not run."
 
@@ -85,6 +85,18 @@ class ToolHost(Protocol):
         """Switch to ``handoff``'s target (raises if it cannot; then nothing changed)."""
 
 
+class ToolObserver(Protocol):
+    """Who is told what only the runner knows (the session's persistence part,
+    asyncio/persistence.py): a call waits for approval, its approval was answered, its output
+    is about to be sent (awaited before sending, so a stored output survives a crash)."""
+
+    def approval_pending(self, call_id: str, name: str, arguments: str) -> None: ...
+
+    def approval_resolved(self, call_id: str) -> None: ...
+
+    async def output_ready(self, call_id: str, output: str) -> None: ...
+
+
 @dataclass
 class _Call:
     call_id: str
@@ -111,6 +123,7 @@ class ToolRunner:
         delivery_attempts: int = 3,
         retry_delay_s: float = 0.05,
         rejection_message: str = DEFAULT_REJECTION_MESSAGE,
+        observer: ToolObserver | None = None,
     ) -> None:
         if delivery_attempts < 1:
             raise ConfigurationError(
@@ -128,6 +141,7 @@ class ToolRunner:
         self._by_item: dict[str, _Call] = {}
         self._approvals: dict[str, tuple[str, asyncio.Future[tuple[bool, str | None]]]] = {}
         self._sticky: dict[str, bool] = {}
+        self._observer = observer
 
     # --- what the application sees ----------------------------------------------------------------
 
@@ -147,6 +161,8 @@ class ToolRunner:
             self._sticky[name] = True
         if not future.done():
             future.set_result((True, None))
+        if self._observer is not None:
+            self._observer.approval_resolved(call_id)
 
     def reject(self, call_id: str, *, message: str | None = None, always: bool = False) -> None:
         name, future = self._waiting(call_id)
@@ -154,6 +170,8 @@ class ToolRunner:
             self._sticky[name] = False
         if not future.done():
             future.set_result((False, message))
+        if self._observer is not None:
+            self._observer.approval_resolved(call_id)
 
     def _waiting(self, call_id: str) -> tuple[str, asyncio.Future[tuple[bool, str | None]]]:
         entry = self._approvals.get(call_id)
@@ -173,6 +191,27 @@ class ToolRunner:
         for call in self._calls.values():
             if call.outcome is not None and not call.delivered:
                 self._queue_output(call)
+
+    def resume_call(self, call: FunctionCallItem, response_id: str, output: str | None) -> None:
+        """A call of a resumed conversation (asyncio/resumption.py), part of the batch of
+        ``response_id`` (a response that is over): ``output``, computed before the process
+        ended, is delivered without running the tool again; ``None``: the call runs from the
+        start (approval included)."""
+        snapshot = self._agent()
+        if snapshot is None or call.call_id is None or call.call_id in self._calls:
+            return
+        entry = _Call(call.call_id, call.name, call.arguments, response_id, snapshot)
+        self._calls[entry.call_id] = entry
+        self._batches.call_started(response_id, entry.call_id)
+        self._batches.response_done(response_id, "completed")
+        if output is None:
+            work = self._run(entry)
+        else:
+            outcome = CallOutcome(
+                call_id=entry.call_id, name=entry.name, arguments=entry.arguments, output=output
+            )
+            work = self._deliver(entry, outcome)
+        self._tasks.spawn(work, name=f"voxwire-client-tool-{entry.name}", kind="tool")
 
     # --- events in (synchronous, from the receive loop) -------------------------------------------
 
@@ -403,6 +442,8 @@ class ToolRunner:
             return sticky, None
         future: asyncio.Future[tuple[bool, str | None]] = asyncio.get_running_loop().create_future()
         self._approvals[request.call_id] = (request.name, future)
+        if self._observer is not None:
+            self._observer.approval_pending(request.call_id, request.name, request.raw_arguments)
         self._host.emit(
             ev.ToolApprovalRequestedEvent(
                 call_id=request.call_id,
@@ -466,6 +507,8 @@ class ToolRunner:
     async def _deliver(self, call: _Call, outcome: CallOutcome) -> None:
         """Send the output until it is handed to the connection (the acknowledgement comes as
         an event). The output is fixed here: a retry sends the same text."""
+        if self._observer is not None:
+            await self._observer.output_ready(call.call_id, outcome.output)
         call.outcome = outcome
         self._batches.call_finished(outcome)
         while True:
