@@ -151,6 +151,40 @@ def _quickstart(args: argparse.Namespace) -> int:
     return quickstart.main(Path(args.out), args.pace, wav=wav, url=args.url)
 
 
+def _demo(args: argparse.Namespace) -> int:
+    """The offline spoken conversation (voxwire/demo): tool, handoff, barge-in, exact cut."""
+    from pathlib import Path
+
+    from voxwire import demo
+
+    options = demo.DemoOptions(Path(args.out), url=args.url, realtime=args.realtime, json=args.json)
+    return demo.main(options)
+
+
+def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    dm = sub.add_parser(
+        "demo",
+        help="a spoken conversation with an agent (tool, handoff, barge-in), offline",
+        description="Runs a scripted spoken conversation against the local realtime server "
+        "started in-process: the user's lines are synthesised offline and played in as WAV "
+        "input, the agent calls a tool and hands off, and the user cuts it off mid-reply. "
+        "Prints the transcript as it happens and metrics at the end.",
+    )
+    dm.add_argument("--out", default="voxwire-demo.wav", help="WAV of what the speaker played")
+    dm.add_argument(
+        "--url",
+        help="run the same conversation against this Realtime endpoint (ws://... or wss://...) "
+        "instead of a local server; OPENAI_API_KEY is used if set",
+    )
+    dm.add_argument(
+        "--realtime",
+        action="store_true",
+        help="pace it as a real conversation (default: faster than real time, virtual clock)",
+    )
+    dm.add_argument("--json", action="store_true", help="print the events as JSON lines")
+    dm.set_defaults(func=_demo)
+
+
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sv = sub.add_parser("serve", help="run the local realtime server (docs/server.md)")
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
@@ -206,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--quality", choices=("fast", "hq", "vhq"), default="hq")
     rs.add_argument("--keep-delay", action="store_true", help="keep the filter delay at the start")
     rs.set_defaults(func=_resample)
+    _add_demo(sub)
     _add_serve(sub)
     qs = sub.add_parser("quickstart", help="one offline spoken turn against the local server")
     qs.add_argument("--out", default="quickstart-reply.wav", help="where to write the reply")
