@@ -56,7 +56,8 @@ def test_demo_json_tool_handoff_and_an_exact_barge_in(tmp_path: Path) -> None:
     events = records(p.stdout)
     kinds = [e["type"] for e in events]
     (tool,) = [e for e in events if e["type"] == "tool_end"]
-    assert tool["name"] == "lookup_order" and '"status":"shipped on Monday"' in tool["output"]
+    assert tool["name"] == "lookup_order"
+    assert '"status":"shipped on Monday"' in tool["output"]
     (handoff,) = [e for e in events if e["type"] == "handoff"]
     assert (handoff["from_agent"], handoff["to_agent"]) == ("Concierge", "Billing")
     assert kinds.index("tool_end") < kinds.index("handoff") < kinds.index("audio_interrupted")
@@ -68,7 +69,8 @@ def test_demo_json_tool_handoff_and_an_exact_barge_in(tmp_path: Path) -> None:
     assert check["equals_audio_end_ms"] is True
     (summary,) = [e for e in events if e["type"] == "summary"]
     assert summary["ok"] is True
-    assert summary["errors"] == [] and summary["truncates_unanswered"] == 0
+    assert summary["errors"] == []
+    assert summary["truncates_unanswered"] == 0
     assert [c["audio_end_ms"] for c in summary["cuts"]] == [cut["played_ms"]]
     assert summary["cuts"][0]["dropped_unplayed_ms"] > 0
     assert len(summary["items"]) == 3  # concierge, billing (cut), billing's answer
@@ -98,7 +100,8 @@ def test_demo_prints_a_readable_transcript(tmp_path: Path) -> None:
     _, audio_end_ms, heard, first, cut = match
     assert int(heard) == int(cut) - int(first)
     assert int(audio_end_ms) == int(heard) * 1000 // RATE_HZ
-    assert "= audio_end_ms)" in text and "MISMATCH" not in text
+    assert "= audio_end_ms)" in text
+    assert "MISMATCH" not in text
     assert "underruns 0" in text
     assert f"cut {match[0]}: audio_end_ms={audio_end_ms}" in text  # in the summary too
     assert_cut_is_what_was_heard(out, int(first), int(cut))
@@ -131,7 +134,7 @@ def test_demo_against_an_external_endpoint(tmp_path: Path) -> None:
     assert events[0]["url"].startswith("ws://127.0.0.1:")
     (cut,) = [e for e in events if e["type"] == "audio_interrupted"]
     assert cut["check"]["equals_audio_end_ms"] is True
-    assert [e for e in events if e["type"] == "summary"][0]["ok"] is True
+    assert next(e for e in events if e["type"] == "summary")["ok"] is True
 
 
 def test_demo_reports_an_endpoint_that_does_not_answer(tmp_path: Path) -> None:

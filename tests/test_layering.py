@@ -153,6 +153,12 @@ RULES: dict[str, dict[str, set[str]]] = {
         "third_party": {"numpy"},
         "no_stdlib": set(),
     },
+    # Quick measurements of the audio path (voxwire bench / info); soxr: the peer, if installed.
+    "bench.py": {
+        "voxwire": {"voxwire.audio", "voxwire._core"},
+        "third_party": {"numpy", "soxr"},
+        "no_stdlib": set(),
+    },
     # The live transcript of demo and talk: session events (client side) to lines.
     "console.py": {
         "voxwire": {"voxwire.asyncio", "voxwire.agents"},

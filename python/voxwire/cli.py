@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -12,6 +11,7 @@ import numpy as np
 
 from voxwire import __version__
 from voxwire.audio import Resampler, read_wav, resampler_kernel, write_wav
+from voxwire.bench import stream_resampler
 
 if TYPE_CHECKING:
     from voxwire.server import ChatCompletionsResponder
@@ -29,9 +29,7 @@ def _info(_: argparse.Namespace) -> int:
         chunk = in_hz // 50
         for quality in ("fast", "hq"):
             r = Resampler(in_hz, out_hz, quality)
-            t0 = time.perf_counter()
-            produced = sum(len(r.process(signal[i : i + chunk])) for i in range(0, in_hz, chunk))
-            elapsed = time.perf_counter() - t0
+            produced, elapsed = stream_resampler(r.process, signal, chunk)
             if produced != out_hz:
                 print(f"  {in_hz}->{out_hz}: produced {produced} samples, expected {out_hz}")
                 return 1
@@ -151,6 +149,15 @@ def _quickstart(args: argparse.Namespace) -> int:
     return quickstart.main(Path(args.out), args.pace, wav=wav, url=args.url)
 
 
+def _bench(args: argparse.Namespace) -> int:
+    """A quick table of the audio path's costs on this machine (voxwire/bench.py)."""
+    from voxwire.bench import print_table
+
+    print(f"voxwire {__version__}, resampler kernel {resampler_kernel()}; per 20 ms chunk:")
+    print_table(args.rounds)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     """The offline spoken conversation (voxwire/demo): tool, handoff, barge-in, exact cut."""
     from pathlib import Path
@@ -241,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--keep-delay", action="store_true", help="keep the filter delay at the start")
     rs.set_defaults(func=_resample)
     _add_demo(sub)
+    bn = sub.add_parser("bench", help="a quick table of the audio path's costs (a few seconds)")
+    bn.add_argument("--rounds", type=int, default=15, help="timed rounds per figure (median)")
+    bn.set_defaults(func=_bench)
     _add_serve(sub)
     qs = sub.add_parser("quickstart", help="one offline spoken turn against the local server")
     qs.add_argument("--out", default="quickstart-reply.wav", help="where to write the reply")
