@@ -71,12 +71,21 @@ UserState = Literal["listening", "speaking"]
 """``speaking`` between the server's ``speech_started`` and ``speech_stopped``."""
 
 ErrorSource = Literal[
-    "server", "protocol", "session", "transcription", "audio_output", "tool", "guardrail", "agent"
+    "server",
+    "protocol",
+    "session",
+    "transcription",
+    "audio_input",
+    "audio_output",
+    "tool",
+    "guardrail",
+    "agent",
 ]
 """``server``: an ``error`` event from the server; ``protocol``: a frame the protocol core
 could not read; ``session``: the session failed handling an event (a bug, reported, not
-fatal); ``transcription``: input transcription failed; ``audio_output``: audio could not be
-queued for playback; ``tool``: a function tool failed, timed out, got bad arguments or its
+fatal); ``transcription``: input transcription failed; ``audio_input``: the audio source or
+its pipeline failed (the microphone stopped); ``audio_output``: audio could not be queued for
+playback; ``tool``: a function tool failed, timed out, got bad arguments or its
 output could not be delivered (the model was told); ``guardrail``: an output guardrail raised
 (it counts as not tripped); ``agent``: a handoff could not be made (the model was told)."""
 
@@ -211,7 +220,8 @@ class MetricsCollectedEvent:
     :class:`~voxwire.asyncio.metrics.ResponseMetrics` once a response is done (with an audio
     output, once its first sample played), or a
     :class:`~voxwire.asyncio.metrics.TranscriptionMetrics` when the user's audio was
-    transcribed."""
+    transcribed, or an :class:`~voxwire.asyncio.metrics.InterruptionMetrics` per item an
+    interruption cut (its truncation point and the audio dropped unplayed)."""
 
     type: Literal["metrics_collected"] = field(default="metrics_collected", init=False)
     metrics: Metrics

@@ -1,10 +1,11 @@
 """The session as each of its parts sees it: narrow faces over :class:`RealtimeSession`'s
-internals, one per part (the agent switcher, the reconnector, the tool and guardrail runners).
+internals, one per part (the agent switcher, the reconnector, the tool and guardrail runners,
+the microphone).
 
 Each part declares what it needs as a ``typing.Protocol`` in its own module (``SwitchHost``,
-``ReconnectHost``, ``ToolHost``, ``GuardrailHost``); these classes are the session's answers, kept
-here so that ``session.py`` holds the public API and the pump. They belong to the session: they
-read and change its private state, and nothing else should.
+``ReconnectHost``, ``ToolHost``, ``GuardrailHost``, ``MicrophoneHost``); these classes are the
+session's answers, kept here so that ``session.py`` holds the public API and the pump. They
+belong to the session: they read and change its private state, and nothing else should.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from voxwire.protocol.protocol import RealtimeProtocol
 if TYPE_CHECKING:
     from voxwire.asyncio.session import RealtimeSession
 
-__all__ = ["AgentHost", "ReconnectHost", "SwitchHost"]
+__all__ = ["AgentHost", "InputHost", "ReconnectHost", "SwitchHost"]
 
 
 class SwitchHost:
@@ -145,3 +146,37 @@ class AgentHost:
 
     def trip(self, event: ev.GuardrailTrippedEvent) -> None:
         self._session._switcher.trip(event)
+
+
+class InputHost:
+    """The session as its microphone sees it (asyncio/microphone.py)."""
+
+    def __init__(self, session: RealtimeSession) -> None:
+        self._session = session
+        self.emit = session._queue.put
+        self.flush = session._pump.flush
+
+    def accepts_audio(self) -> bool:
+        return self._session._state is SessionState.OPEN
+
+    def send_frames(self, frames: list[bytes]) -> None:
+        session = self._session
+        if session._muted:
+            session._muted_bytes += sum(map(len, frames))
+            return
+        for frame in frames:
+            session._protocol.send_input_audio(frame)
+
+    def protocol(self) -> RealtimeProtocol:
+        return self._session._protocol
+
+    def agent_audible(self) -> bool:
+        session = self._session
+        return session._interrupter.playing or session._translator.agent_state == "speaking"
+
+    def barge_in(self) -> None:
+        """The user started speaking (local detector): interrupt what the agent says, if it
+        says anything."""
+        session = self._session
+        if session._interrupter.playing or session._protocol.responses_in_progress:
+            session._interrupter.interrupt(None, cancel_response=True)

@@ -18,6 +18,7 @@ import msgspec
 from voxwire.agents.agent import RealtimeAgent, agent_session_config
 from voxwire.agents.guardrail import DEFAULT_DEBOUNCE_CHARS, default_feedback
 from voxwire.asyncio.endpoint import ApiKeySource, build_url
+from voxwire.asyncio.microphone import AudioSource, check_source
 from voxwire.asyncio.playback import AudioOutputTarget, attached_output
 from voxwire.asyncio.reconnect import ReconnectPolicy
 from voxwire.asyncio.tools import DEFAULT_REJECTION_MESSAGE
@@ -28,6 +29,7 @@ from voxwire.asyncio.transport import (
     ConnectRequest,
     connect_websocket,
 )
+from voxwire.audio.bargein import BargeInDetector
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.ids import CounterIds, IdFactory
@@ -72,6 +74,9 @@ class SessionOptions:
     guardrail_debounce_chars: int | None = DEFAULT_DEBOUNCE_CHARS
     guardrail_feedback: str | Callable[[Sequence[str]], str] = default_feedback
     reconnect: ReconnectPolicy | None = None
+    audio_input: AudioSource | None = None
+    local_barge_in: bool | BargeInDetector = False
+    input_frame_ms: int = 20
 
     # Derived, checked values (set in __post_init__).
     primary_url: str = field(init=False)
@@ -87,6 +92,7 @@ class SessionOptions:
             raise ConfigurationError(f"agent={self.agent!r} is invalid: expected a RealtimeAgent")
         self._check_endpoint()
         self._check_output_and_timeouts()
+        self._check_input()
         if not isinstance(self.reconnect, ReconnectPolicy | None):
             raise ConfigurationError(
                 f"reconnect={self.reconnect!r} is invalid: expected a ReconnectPolicy or None"
@@ -130,6 +136,26 @@ class SessionOptions:
             if not isinstance(name, str) or not isinstance(value, str):
                 raise ConfigurationError(f"header {name!r} is invalid: names and values are text")
         self._set("headers", headers)
+
+    def _check_input(self) -> None:
+        if self.audio_input is not None:
+            check_source(self.audio_input)
+        frame_ms = self.input_frame_ms
+        if not isinstance(frame_ms, int) or isinstance(frame_ms, bool) or not 1 <= frame_ms <= 1000:
+            raise ConfigurationError(
+                f"input_frame_ms={frame_ms!r} is invalid: expected an integer in 1..=1000"
+            )
+        barge_in = self.local_barge_in
+        if not isinstance(barge_in, bool | BargeInDetector):
+            raise ConfigurationError(
+                f"local_barge_in={barge_in!r} is invalid: expected True, False or a "
+                "voxwire.audio.BargeInDetector"
+            )
+        if barge_in is not False and self.audio_input is None:
+            raise ConfigurationError(
+                "local_barge_in needs audio_input: the detector listens to the session's "
+                "microphone (give audio_input=, or leave local_barge_in off)"
+            )
 
     def _check_output_and_timeouts(self) -> None:
         if self.audio_output is not None and attached_output(self.audio_output) is None:

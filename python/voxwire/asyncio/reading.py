@@ -12,6 +12,7 @@ from voxwire.asyncio import events as ev
 from voxwire.asyncio.history import HistoryItem, build_history
 from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.metrics import MetricsRecorder, SessionMetrics
+from voxwire.asyncio.microphone import Microphone
 from voxwire.asyncio.options import SessionOptions
 from voxwire.asyncio.queue import EventQueue
 from voxwire.asyncio.supervisor import OwnedTasks
@@ -41,6 +42,7 @@ class SessionReading:
     _background: OwnedTasks
     _metrics: MetricsRecorder
     _tracer: SessionTracer
+    _microphone: Microphone | None
 
     @property
     def state(self) -> SessionState:
@@ -124,3 +126,9 @@ class SessionReading:
         """The session's OpenTelemetry spans; ``tool_span`` / ``handoff_span`` for the code that
         runs tools and handoffs (see :mod:`voxwire.asyncio.tracing`)."""
         return self._tracer
+
+    @property
+    def microphone(self) -> Microphone | None:
+        """The session's audio input (``audio_input=``), if it has one: its ``source``, the
+        current ``pipeline`` (frames sent, muted) and ``barge_ins`` (local interruptions)."""
+        return self._microphone

@@ -45,13 +45,15 @@ from voxwire.asyncio.dispatch import Dispatcher
 from voxwire.asyncio.endpoint import ApiKeySource
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.guardrails import GuardrailRunner
-from voxwire.asyncio.hosts import AgentHost, ReconnectHost, SwitchHost
+from voxwire.asyncio.hosts import AgentHost, InputHost, ReconnectHost, SwitchHost
 from voxwire.asyncio.interruption import Interrupter
 from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics
+from voxwire.asyncio.microphone import AudioSource, Microphone
 from voxwire.asyncio.options import SessionOptions
 from voxwire.asyncio.playback import (
     AudioOutputFeed,
+    AudioOutputPath,
     AudioOutputTarget,
     PlaybackMonitor,
     output_path,
@@ -71,6 +73,7 @@ from voxwire.asyncio.transport import (
     Transport,
     TransportClosed,
 )
+from voxwire.audio.bargein import BargeInDetector
 from voxwire.exceptions import InvalidState
 from voxwire.protocol import server_events as se
 from voxwire.protocol.config import SessionConfig
@@ -102,8 +105,11 @@ class RealtimeSession(SessionReading, SessionSending):
     and raises if it rejects the configuration); ``audio_output`` (an
     :class:`~voxwire.audio.AudioOutput`, a speaker holding one, or a bare
     :class:`~voxwire.audio.PlaybackClock`: assistant audio goes into it instead of ``audio``
-    events, and interruptions truncate exactly what the listener heard);
-    ``raw_server_events`` (also hand out every server event but audio deltas);
+    events, and interruptions truncate exactly what the listener heard); ``audio_input`` (a
+    microphone or file source, run into ``send_audio`` in frames of ``input_frame_ms`` from
+    connect to close; ``local_barge_in`` interrupts as soon as the user speaks over the agent:
+    :mod:`voxwire.asyncio.microphone`); ``raw_server_events`` (also hand out every server
+    event but audio deltas);
     ``max_queued_events`` (the event queue's bound; see :mod:`voxwire.asyncio.queue` for what is
     dropped when it is full); timeouts, keepalive and the maximum message size of the
     connection; ``connector`` (how to open it: default a websocket; :mod:`voxwire.testing` has a
@@ -158,6 +164,9 @@ class RealtimeSession(SessionReading, SessionSending):
         guardrail_debounce_chars: int | None = DEFAULT_DEBOUNCE_CHARS,
         guardrail_feedback: str | Callable[[Sequence[str]], str] = default_feedback,
         reconnect: ReconnectPolicy | None = None,
+        audio_input: AudioSource | None = None,
+        local_barge_in: bool | BargeInDetector = False,
+        input_frame_ms: int = 20,
     ) -> None:
         # Every argument goes to SessionOptions, which checks them (asyncio/options.py);
         # nothing is opened, read or started here.
@@ -209,6 +218,7 @@ class RealtimeSession(SessionReading, SessionSending):
             emit=self._emit_metrics,
             playback=self._playback,
             is_out_of_band=lambda response_id: self._protocol.is_out_of_band(response_id),
+            underruns=sink.underruns if isinstance(sink, AudioOutputPath) else None,
         )
         self._feed = (
             AudioOutputFeed(sink, lambda: self._protocol.session, self._metrics.audio_pushed, emit)
@@ -216,6 +226,16 @@ class RealtimeSession(SessionReading, SessionSending):
             else None
         )
         self._interrupter = Interrupter(lambda: self._protocol, sink, self._metrics, emit)
+        self._microphone = (
+            Microphone(
+                options.audio_input,
+                InputHost(self),
+                frame_ms=options.input_frame_ms,
+                barge_in=options.local_barge_in,
+            )
+            if options.audio_input is not None
+            else None
+        )
         self._translator = EventTranslator(
             self._protocol,
             raw=options.raw_server_events,
@@ -325,6 +345,8 @@ class RealtimeSession(SessionReading, SessionSending):
         if self._close_event is not None:
             raise SessionClosed(f"the connection ended while connecting: {self._describe_close()}")
         self._switcher.started(resolved)
+        if self._microphone is not None:
+            self._microphone.start()
 
     def _check_close_requested(self) -> None:
         if self._close_requested:
@@ -374,7 +396,10 @@ class RealtimeSession(SessionReading, SessionSending):
             self._finish(self._close_event or default)
 
     async def _stop_watching(self) -> None:
-        """Stop the playback monitor; metrics report what still waited for playback."""
+        """Stop the microphone and the playback monitor; metrics report what still waited for
+        playback."""
+        if self._microphone is not None:
+            self._microphone.stop()
         if self._playback is not None:
             await self._playback.aclose()
         self._metrics.close()
