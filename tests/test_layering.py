@@ -153,6 +153,18 @@ RULES: dict[str, dict[str, set[str]]] = {
         "third_party": {"numpy"},
         "no_stdlib": set(),
     },
+    # `voxwire talk`: a client session with the sound devices, printed by the shared console.
+    "talk.py": {
+        "voxwire": {
+            "voxwire.agents",
+            "voxwire.asyncio",
+            "voxwire.audio",
+            "voxwire.console",
+            "voxwire.exceptions",
+        },
+        "third_party": set(),
+        "no_stdlib": set(),
+    },
     # Quick measurements of the audio path (voxwire bench / info); soxr: the peer, if installed.
     "bench.py": {
         "voxwire": {"voxwire.audio", "voxwire._core"},

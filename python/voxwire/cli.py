@@ -158,6 +158,13 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _talk(args: argparse.Namespace) -> int:
+    """Microphone and speaker against a Realtime endpoint (voxwire/talk.py)."""
+    from voxwire import talk
+
+    return talk.main(talk.TalkOptions(args.url, args.input, args.output, args.json))
+
+
 def _demo(args: argparse.Namespace) -> int:
     """The offline spoken conversation (voxwire/demo): tool, handoff, barge-in, exact cut."""
     from pathlib import Path
@@ -248,6 +255,20 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--keep-delay", action="store_true", help="keep the filter delay at the start")
     rs.set_defaults(func=_resample)
     _add_demo(sub)
+    tk = sub.add_parser(
+        "talk",
+        help="talk with an agent through the microphone and speaker (Ctrl-C ends)",
+        description="Needs PortAudio (voxwire[devices]); OPENAI_API_KEY for the hosted service.",
+    )
+    tk.add_argument(
+        "--url",
+        help="a Realtime endpoint (ws://... or wss://..., e.g. a `voxwire serve`) instead of the "
+        "hosted service",
+    )
+    tk.add_argument("--input", metavar="DEV", help="microphone: index, name or part of a name")
+    tk.add_argument("--output", metavar="DEV", help="speaker: index, name or part of a name")
+    tk.add_argument("--json", action="store_true", help="print the events as JSON lines")
+    tk.set_defaults(func=_talk)
     bn = sub.add_parser("bench", help="a quick table of the audio path's costs (a few seconds)")
     bn.add_argument("--rounds", type=int, default=15, help="timed rounds per figure (median)")
     bn.set_defaults(func=_bench)

@@ -23,7 +23,7 @@ import msgspec
 
 from voxwire.agents import RealtimeAgent
 from voxwire.asyncio import events as ev
-from voxwire.asyncio.metrics import ResponseMetrics, TranscriptionMetrics
+from voxwire.asyncio.metrics import InterruptionMetrics, Metrics, TranscriptionMetrics
 
 __all__ = ["Console", "plain"]
 
@@ -188,10 +188,16 @@ class Console:
         return "response", f"{event.response_id} {event.status}{because}"
 
     @staticmethod
-    def _metrics(metrics: ResponseMetrics | TranscriptionMetrics) -> str:
+    def _metrics(metrics: Metrics) -> str:
         if isinstance(metrics, TranscriptionMetrics):
             state = "failed" if metrics.failed else "done"
             return f"transcription of {metrics.item_id} {state} {_seconds(metrics.delay_s)} after"
+        if isinstance(metrics, InterruptionMetrics):
+            heard = "deleted" if metrics.played_ms is None else f"{metrics.played_ms} ms heard"
+            return (
+                f"cut {metrics.item_id}: {heard} of {metrics.received_ms} ms received, "
+                f"{metrics.dropped_ms} ms dropped unplayed"
+            )
         parts = [f"{metrics.response_id} {metrics.status}"]
         if metrics.speech_end_to_first_audio_s is not None:
             first = _seconds(metrics.speech_end_to_first_audio_s)
@@ -200,6 +206,11 @@ class Console:
             parts.append(f"-> first played {_seconds(metrics.speech_end_to_first_played_s)}")
         if metrics.time_to_first_audio_s is not None:
             parts.append(f"created -> first audio {_seconds(metrics.time_to_first_audio_s)}")
+        if metrics.first_audio_to_first_played_s is not None:
+            played = _seconds(metrics.first_audio_to_first_played_s)
+            parts.append(f"first delta -> first played {played}")
+        if metrics.underruns:
+            parts.append(f"{metrics.underruns} underrun(s)")
         parts.append(f"took {_seconds(metrics.duration_s)}")
         usage = metrics.usage
         parts.append(f"tokens {usage.input_tokens} in / {usage.output_tokens} out")
