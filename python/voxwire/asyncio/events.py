@@ -15,6 +15,11 @@ from typing import Literal, Protocol, TypeAlias
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.agents.batch import CallOutcome
 from voxwire.agents.guardrail import GuardrailResult
+from voxwire.asyncio.guard_events import (
+    InputGuardrailTrippedEvent,
+    ToolGuardrailTrippedEvent,
+    ToolProgressEvent,
+)
 from voxwire.asyncio.history import HistoryItem
 from voxwire.asyncio.metrics import Metrics
 from voxwire.protocol.gate import ResponseSource
@@ -41,6 +46,7 @@ __all__ = [
     "HandoffEvent",
     "HistoryAddedEvent",
     "HistoryUpdatedEvent",
+    "InputGuardrailTrippedEvent",
     "MetricsCollectedEvent",
     "RawServerEvent",
     "ReconnectedEvent",
@@ -53,6 +59,8 @@ __all__ = [
     "SpeechSource",
     "ToolApprovalRequestedEvent",
     "ToolEndEvent",
+    "ToolGuardrailTrippedEvent",
+    "ToolProgressEvent",
     "ToolStartEvent",
     "UserInputTranscribedEvent",
     "UserState",
@@ -435,6 +443,9 @@ SessionEvent: TypeAlias = (
     | SpeechCreatedEvent
     | ConversationItemAddedEvent
     | GuardrailTrippedEvent
+    | InputGuardrailTrippedEvent
+    | ToolGuardrailTrippedEvent
+    | ToolProgressEvent
 )
 """Every event a session hands out."""
 
