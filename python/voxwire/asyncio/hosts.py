@@ -159,7 +159,8 @@ class AgentHost:
 
     async def send_progress(self, call_id: str, name: str, text: str, respond: bool) -> None:
         session = self._session
-        session._require_open()
+        if session.state is not SessionState.OPEN:
+            return  # reconnecting or closing: the progress is dropped, the tool goes on
         note = f"Progress of the {name} tool call {call_id} (its result follows later): {text}"
         session._protocol.send_item_create(system_message(note))
         if respond:

@@ -62,7 +62,7 @@ class ExecutionHost(Protocol):
 
     async def send_progress(self, call_id: str, name: str, text: str, respond: bool) -> None:
         """Add an interim output to the conversation (and ask for a response if
-        ``respond``)."""
+        ``respond``); dropped while the session is not open."""
 
 
 class Approvals:

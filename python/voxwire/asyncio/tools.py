@@ -82,7 +82,7 @@ class ToolHost(Protocol):
 
     async def send_progress(self, call_id: str, name: str, text: str, respond: bool) -> None:
         """Add a tool's interim output to the conversation (and ask for a response if
-        ``respond``); raises :class:`SessionClosed` when the connection is gone."""
+        ``respond``); dropped while the session is not open (the tool goes on)."""
 
 
 @dataclass
