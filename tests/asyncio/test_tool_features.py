@@ -39,6 +39,7 @@ from voxwire.agents import (
 )
 from voxwire.asyncio import HistoryFunctionCall, HistoryMessage, RealtimeSession
 from voxwire.asyncio.events import (
+    AssistantTranscriptDoneEvent,
     ErrorEvent,
     FunctionToolsExecutedEvent,
     SpeechCreatedEvent,
@@ -435,5 +436,50 @@ def test_progress_with_respond_asks_for_a_response_and_a_generator_without_resul
             assert ("response.create", None, None) in sent
             outputs = server.sent_of_type("conversation.item.create")
             assert [o["item"]["type"] for o in outputs] == ["message", "function_call_output"]
+
+    run(body())
+
+
+PROGRESS = Scenario.from_mapping(
+    {
+        "rules": [
+            {"after_system": "Progress of the get_weather", "say": "Still checking the weather."},
+            {"match": "weather", "call": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+            {"after_tool": "get_weather", "say": "Tool said: {output}"},
+        ],
+    }
+)
+
+
+def test_progress_with_respond_is_spoken_before_the_result() -> None:
+    released = asyncio.Event()
+
+    @function_tool
+    async def get_weather(city: str) -> AsyncIterator[Any]:
+        yield progress("One moment", respond=True)
+        await released.wait()
+        yield f"sunny in {city}"
+
+    agent = RealtimeAgent(name="a", tools=[get_weather])
+
+    async def body() -> None:
+        async with agent_session(agent, PROGRESS) as session:
+            await session.send_message("weather?")
+            first = await until(
+                session,
+                lambda e: isinstance(e, AssistantTranscriptDoneEvent) and "Still" in e.transcript,
+            )
+            released.set()
+            events = first + await settle(session)
+            assert [
+                m.text
+                for m in session.history
+                if isinstance(m, HistoryMessage) and m.role == "assistant"
+            ] == ["Still checking the weather.", "Tool said: sunny in Paris"]
+            assert [e.source for e in of_type(events, SpeechCreatedEvent)] == [
+                "response",
+                "tool_response",
+                "tool_response",
+            ]
 
     run(body())
