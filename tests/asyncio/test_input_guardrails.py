@@ -21,7 +21,7 @@ from voxwire.agents import (
     RealtimeAgent,
     input_guardrail,
 )
-from voxwire.asyncio import RealtimeSession
+from voxwire.asyncio import RealtimeSession, ReconnectPolicy
 from voxwire.asyncio.events import (
     ErrorEvent,
     InputGuardrailTrippedEvent,
@@ -31,6 +31,7 @@ from voxwire.asyncio.events import (
 from voxwire.asyncio.history import HistoryMessage
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.config import ServerVad
+from voxwire.server import Drop
 from voxwire.server.engines.transcribe import Transcript
 
 CHECKED: list[str] = []
@@ -291,5 +292,47 @@ def test_create_response_follows_the_agent_and_the_application() -> None:
             assert create_response_on_the_wire(session) is False  # held again
             await session.update_agent(OPEN)
             assert create_response_on_the_wire(session) is True  # given back
+
+    run(body(), timeout_s=60)
+
+
+def test_after_a_reconnection_create_response_is_right_for_the_agent_now() -> None:
+    """The application changed turn detection under an agent without input guardrails (its
+    update, replayed after a reconnection, says create_response on); then the guarded agent
+    took over. On the new server the replayed update goes under the agent's configuration (the
+    update log's order), so the server still holds responses; and gives them back when an agent
+    without input guardrails takes over."""
+
+    async def body() -> None:
+        async with (
+            serving(transcriber=ScriptedTranscriber()) as server,
+            RealtimeSession(
+                OPEN,
+                url=server.url(),
+                config=VAD_TRANSCRIBED,
+                wait_for_session_updated=True,
+                reconnect=ReconnectPolicy(attempts=3, backoff_s=0.01),
+            ) as session,
+        ):
+            await session.update_session(
+                {"audio": {"input": {"turn_detection": {"type": "server_vad", "threshold": 0.6}}}}
+            )
+            await session.update_agent(GUARDED)
+            assert create_response_on_the_wire(session) is False
+            await server.connections[-1].inject(Drop())
+            await until(session, "reconnected")
+            await session.send_message("good night", trigger_response=False)
+            await until(
+                session,
+                lambda e: any(
+                    isinstance(i, HistoryMessage) and i.text == "good night"
+                    for i in session.history
+                ),
+            )
+            held = server.connections[-1].session.session["audio"]["input"]["turn_detection"]
+            assert held["create_response"] is False
+            assert create_response_on_the_wire(session) is False
+            await session.update_agent(OPEN)
+            assert create_response_on_the_wire(session) is True
 
     run(body(), timeout_s=60)
