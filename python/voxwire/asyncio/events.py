@@ -15,6 +15,11 @@ from typing import Literal, Protocol, TypeAlias
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.agents.batch import CallOutcome
 from voxwire.agents.guardrail import GuardrailResult
+from voxwire.asyncio.guard_events import (
+    InputGuardrailTrippedEvent,
+    ToolGuardrailTrippedEvent,
+    ToolProgressEvent,
+)
 from voxwire.asyncio.history import HistoryItem
 from voxwire.asyncio.metrics import Metrics
 from voxwire.protocol.gate import ResponseSource
@@ -42,6 +47,7 @@ __all__ = [
     "HandoffEvent",
     "HistoryAddedEvent",
     "HistoryUpdatedEvent",
+    "InputGuardrailTrippedEvent",
     "MetricsCollectedEvent",
     "RawServerEvent",
     "ReconnectedEvent",
@@ -56,6 +62,8 @@ __all__ = [
     "SpeechSource",
     "ToolApprovalRequestedEvent",
     "ToolEndEvent",
+    "ToolGuardrailTrippedEvent",
+    "ToolProgressEvent",
     "ToolStartEvent",
     "UserInputTranscribedEvent",
     "UserState",
@@ -491,6 +499,9 @@ SessionEvent: TypeAlias = (
     | SpeechCreatedEvent
     | ConversationItemAddedEvent
     | GuardrailTrippedEvent
+    | InputGuardrailTrippedEvent
+    | ToolGuardrailTrippedEvent
+    | ToolProgressEvent
 )
 """Every event a session hands out."""
 

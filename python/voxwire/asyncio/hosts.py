@@ -20,9 +20,11 @@ from voxwire.asyncio.history import HistoryItem
 from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.reconnect import Resumed
 from voxwire.asyncio.transport import Transport
+from voxwire.protocol.client_events import ResponseCreateParams
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.items import function_call_output, system_message
 from voxwire.protocol.protocol import RealtimeProtocol
+from voxwire.protocol.say import say_instructions
 
 if TYPE_CHECKING:
     from voxwire.asyncio.session import RealtimeSession
@@ -66,6 +68,9 @@ class SwitchHost:
 
     def handoff_span(self, source: str, target: str) -> contextlib.AbstractContextManager[Any]:
         return self._session._tracer.handoff_span(source, target)
+
+    def session_config(self) -> SessionConfig | None:
+        return self._session._protocol.session
 
 
 class ReconnectHost:
@@ -183,6 +188,32 @@ class AgentHost:
 
     def trip(self, event: ev.GuardrailTrippedEvent) -> None:
         self._session._switcher.trip(event)
+
+    # Tool context and progress (asyncio/tool_execution.py), input guardrails
+    # (asyncio/input_guardrails.py).
+
+    def history(self) -> tuple[Any, ...]:
+        return tuple(self._session.history)
+
+    async def send_progress(self, call_id: str, name: str, text: str, respond: bool) -> None:
+        session = self._session
+        if session.state is not SessionState.OPEN:
+            return  # reconnecting or closing: the progress is dropped, the tool goes on
+        note = f"Progress of the {name} tool call {call_id} (its result follows later): {text}"
+        session._protocol.send_item_create(system_message(note))
+        if respond:
+            session._request_response(None, "tool_response")
+        await session._pump.flush()
+
+    def answer(self) -> None:
+        self._session._request_response(None, "response")
+
+    def refuse(self, text: str) -> None:
+        params = ResponseCreateParams(instructions=say_instructions(text), tool_choice="none")
+        self._session._request_response(params, "guardrail")
+
+    def server_config(self) -> SessionConfig | None:
+        return self._session._protocol.session
 
 
 class InputHost:

@@ -17,7 +17,10 @@ import msgspec
 
 from voxwire.agents.agent import RealtimeAgent, agent_session_config
 from voxwire.agents.guardrail import DEFAULT_DEBOUNCE_CHARS, default_feedback
+from voxwire.agents.input_guardrail import DEFAULT_REFUSAL
+from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio.endpoint import ApiKeySource, build_url
+from voxwire.asyncio.input_guardrails import Refusal
 from voxwire.asyncio.microphone import AudioSource, check_source
 from voxwire.asyncio.playback import AudioOutputTarget, attached_output
 from voxwire.asyncio.reconnect import ReconnectPolicy
@@ -83,6 +86,9 @@ class SessionOptions:
     store: ConversationStore | None = None
     conversation_id: str | None = None
     store_audio: AudioPolicy | None = None
+    context: Any = None
+    tool_error_formatter: ToolErrorFormatter | None = None
+    input_guardrail_refusal: Refusal = DEFAULT_REFUSAL
 
     # Derived, checked values (set in __post_init__).
     primary_url: str = field(init=False)
@@ -114,6 +120,7 @@ class SessionOptions:
                 "guardrail_feedback is invalid: expected text or a function of the tripped "
                 "guardrails' names"
             )
+        self._check_agent_features()
         # Validated now; tracing is kept out of the base configuration later updates are made
         # from (asyncio/tracing.py: it is sent once, in the first session.update).
         base = agent_session_config(self.config, None)
@@ -126,6 +133,20 @@ class SessionOptions:
         )
         self._set("base_config", msgspec.structs.replace(base, tracing=msgspec.UNSET))
         self._set("tracing", tracing)
+
+    def _check_agent_features(self) -> None:
+        formatter = self.tool_error_formatter
+        if formatter is not None and not callable(formatter):
+            raise ConfigurationError(
+                f"tool_error_formatter={formatter!r} is invalid: expected a function of a "
+                "voxwire.agents.ToolErrorInfo returning text (or None for the default)"
+            )
+        refusal = self.input_guardrail_refusal
+        if not (refusal is None or isinstance(refusal, str) or callable(refusal)):
+            raise ConfigurationError(
+                f"input_guardrail_refusal={refusal!r} is invalid: expected text to say, None "
+                "(silent) or a function of the tripped guardrails' names"
+            )
 
     def _set(self, name: str, value: object) -> None:
         object.__setattr__(self, name, value)  # a frozen dataclass's derived fields

@@ -22,6 +22,7 @@ from voxwire.asyncio.switching import AgentSwitcher
 from voxwire.asyncio.tools import ToolRunner
 from voxwire.asyncio.tracing import SessionTracer
 from voxwire.asyncio.translate import EventTranslator
+from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.protocol import RealtimeProtocol
 
 __all__ = ["SessionReading"]
@@ -73,6 +74,13 @@ class SessionReading:
         """The protocol core: the server's session, conversation, responses and audio ledger
         as acknowledged so far. Read it; send through the session."""
         return self._protocol
+
+    @property
+    def config(self) -> SessionConfig | None:
+        """The session configuration the server confirmed last, as the application configured
+        it: ``protocol.session`` shows the wire (``create_response: false`` while the agent has
+        input guardrails, docs/agents.md), this shows the application's own setting."""
+        return self._switcher.hold.view(self._protocol.session)
 
     @property
     def options(self) -> SessionOptions:

@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.agents.guardrail import DEFAULT_DEBOUNCE_CHARS, default_feedback
+from voxwire.agents.input_guardrail import DEFAULT_REFUSAL
+from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.dial import Dialer
 from voxwire.asyncio.dispatch import Dispatcher
@@ -46,6 +48,7 @@ from voxwire.asyncio.endpoint import ApiKeySource
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.guardrails import GuardrailRunner
 from voxwire.asyncio.hosts import AgentHost, InputHost, ReconnectHost, RenewHost, SwitchHost
+from voxwire.asyncio.input_guardrails import InputGuardrailRunner, Refusal
 from voxwire.asyncio.interruption import Interrupter
 from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics
@@ -132,7 +135,10 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
     a call); its output guardrails check the assistant's transcript every
     ``guardrail_debounce_chars`` new characters (``None``: complete transcripts only) and, on
     a trip, the model gets ``guardrail_feedback`` (text, or a function of the tripped
-    guardrails' names) as a system message before it answers again.
+    guardrails' names) as a system message before it answers again. ``context``: the
+    application's object, handed to tools in their ``ToolContext``; ``tool_error_formatter``:
+    the model's text for rejected, blocked, timed-out and failed calls; input guardrails refuse
+    with ``input_guardrail_refusal`` (text said, ``None``: silent).
 
     ``reconnect`` (:class:`~voxwire.asyncio.ReconnectPolicy`) resumes after a lost connection;
     ``renewal`` (:class:`~voxwire.asyncio.RenewalPolicy`) renews before the server's maximum
@@ -183,6 +189,9 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
         store: ConversationStore | None = None,
         conversation_id: str | None = None,
         store_audio: AudioPolicy | None = None,
+        context: Any = None,
+        tool_error_formatter: ToolErrorFormatter | None = None,
+        input_guardrail_refusal: Refusal = DEFAULT_REFUSAL,
     ) -> None:
         # Every argument goes to SessionOptions, which checks them (asyncio/options.py);
         # nothing is opened, read or started here.
@@ -288,6 +297,11 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
             delivery_attempts=options.tool_output_attempts,
             rejection_message=options.tool_rejection_message,
             observer=self._persistence,
+            error_formatter=options.tool_error_formatter,
+            context=options.context,
+        )
+        self._input_guardrails = InputGuardrailRunner(
+            host, self._background, active, refusal=options.input_guardrail_refusal
         )
         self._guardrails = GuardrailRunner(
             host, self._background, active, debounce_chars=options.guardrail_debounce_chars
@@ -296,9 +310,8 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
         # events before the agent features (a tool call starts once its item is in the
         # history), tracing, then metrics (metrics_collected follows response_done).
         parts: list[Any] = [self._feed, self._interrupter, self._reconnector, self._renewer]
-        parts.append(self._persistence)
-        parts.append(self._switcher)
-        parts += [self._translator, self._tools, self._guardrails, self._tracer, self._metrics]
+        parts += [self._persistence, self._switcher, self._translator, self._tools]
+        parts += [self._guardrails, self._input_guardrails, self._tracer, self._metrics]
         self._dispatcher = Dispatcher(tuple(filter(None, parts)), self._handling_failed)
 
     def _new_protocol(self) -> RealtimeProtocol:

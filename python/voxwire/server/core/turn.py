@@ -68,6 +68,15 @@ class Turn:
         return ""
 
     @property
+    def system_note(self) -> str | None:
+        """The text of the last item if it is a system message (a tool's progress note, a
+        guardrail's feedback), else ``None``."""
+        last = self.items[-1] if self.items else None
+        if not isinstance(last, MessageItem) or last.role != "system":
+            return None
+        return " ".join(p.text for p in last.content if isinstance(p, InputText))
+
+    @property
     def tool_output(self) -> tuple[str, str] | None:
         """``(tool name, output)`` if the last item is a function call's output."""
         if not self.items or not isinstance(self.items[-1], FunctionCallOutputItem):
