@@ -17,22 +17,7 @@ import time
 import numpy as np
 
 from voxwire.audio import AudioInput, AudioOutput
-
-
-def delta_to_playable(ms: int, device_rate_hz: int, n: int = 20_000) -> tuple[float, float]:
-    rng = np.random.default_rng(1)
-    text = base64.b64encode(rng.integers(-8000, 8000, 24 * ms).astype("<i2").tobytes()).decode()
-    out = AudioOutput(device_rate_hz, capacity_ms=2_000)
-    drain = np.empty(device_rate_hz * ms // 1000 * 2, dtype=np.int16)
-    times = np.empty(n, dtype=np.int64)
-    clock = time.perf_counter_ns
-    for i in range(n):
-        out.ring.pop_into(drain)
-        t0 = clock()
-        out.push("item_1", 0, base64.b64decode(text))
-        times[i] = clock() - t0
-    times = times[n // 10 :]  # warm-up
-    return float(np.percentile(times, 50)) / 1000, float(np.percentile(times, 99)) / 1000
+from voxwire.bench import delta_to_playable
 
 
 def full_duplex_cpu(seconds: int = 60, device_rate_hz: int = 48_000) -> float:

@@ -56,3 +56,18 @@ def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
     p = voxwire("resample", str(src), str(tmp_path / "o.wav"), "--rate", "0")
     assert p.returncode == 2
     assert "out_rate_hz=0" in p.stderr
+
+
+def test_bench_prints_the_audio_path_table() -> None:
+    p = voxwire("bench", "--rounds", "3")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    for what in (
+        "resample 48000->24000 (hq)",
+        "ring push + pop",
+        "delta -> playable, 20 ms delta, 48 kHz device",
+        "G.711 mu-law encode",
+        "G.711 A-law decode",
+    ):
+        (line,) = [line for line in lines if line.startswith(what)]
+        assert float(line[48:57]) > 0  # a measured time, in µs

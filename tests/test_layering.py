@@ -61,6 +61,7 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire._core",
             "voxwire.exceptions",
             "voxwire.logs",
+            "voxwire.store",
         },
         # opentelemetry: optional client spans (asyncio/tracing.py imports it when installed).
         "third_party": {"websockets", "numpy", "msgspec", "opentelemetry"},
@@ -124,9 +125,17 @@ RULES: dict[str, dict[str, set[str]]] = {
         "third_party": set(),
         "no_stdlib": set(),
     },
-    # The command line: the audio core, the quickstart, and the server by its public names.
+    # The command line: the audio core, the commands' modules, and the server by its public
+    # names.
     "cli.py": {
-        "voxwire": {"voxwire.audio", "voxwire.quickstart", "voxwire.exceptions"},
+        "voxwire": {
+            "voxwire.audio",
+            "voxwire.quickstart",
+            "voxwire.demo",
+            "voxwire.talk",
+            "voxwire.bench",
+            "voxwire.exceptions",
+        },
         "voxwire_exact": {"voxwire.__version__", "voxwire.server"},
         "third_party": {"numpy"},
         "no_stdlib": set(),
@@ -138,6 +147,47 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.agents",
             "voxwire.asyncio",
             "voxwire.audio",
+            "voxwire.exceptions",
+            "voxwire.server.engines",
+        },
+        "voxwire_exact": {"voxwire.server"},
+        "third_party": {"numpy"},
+        "no_stdlib": set(),
+    },
+    # `voxwire talk`: a client session with the sound devices, printed by the shared console.
+    "talk.py": {
+        "voxwire": {
+            "voxwire.agents",
+            "voxwire.asyncio",
+            "voxwire.audio",
+            "voxwire.console",
+            "voxwire.exceptions",
+        },
+        "third_party": set(),
+        "no_stdlib": set(),
+    },
+    # Quick measurements of the audio path (voxwire bench / info); soxr: the peer, if installed.
+    "bench.py": {
+        "voxwire": {"voxwire.audio", "voxwire._core"},
+        "third_party": {"numpy", "soxr"},
+        "no_stdlib": set(),
+    },
+    # The live transcript of demo and talk: session events (client side) to lines.
+    "console.py": {
+        "voxwire": {"voxwire.asyncio", "voxwire.agents"},
+        "third_party": {"msgspec"},
+        "no_stdlib": set(),
+    },
+    # `voxwire demo`: a client session against the local server (public names) on a virtual
+    # clock, the server's voice engine speaking the user's lines, the shared console.
+    "demo": {
+        "voxwire": {
+            "voxwire.demo",
+            "voxwire.agents",
+            "voxwire.asyncio",
+            "voxwire.audio",
+            "voxwire.console",
+            "voxwire.quickstart",
             "voxwire.exceptions",
             "voxwire.server.engines",
         },

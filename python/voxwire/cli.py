@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -12,6 +11,7 @@ import numpy as np
 
 from voxwire import __version__
 from voxwire.audio import Resampler, read_wav, resampler_kernel, write_wav
+from voxwire.bench import stream_resampler
 
 if TYPE_CHECKING:
     from voxwire.server import ChatCompletionsResponder
@@ -29,9 +29,7 @@ def _info(_: argparse.Namespace) -> int:
         chunk = in_hz // 50
         for quality in ("fast", "hq"):
             r = Resampler(in_hz, out_hz, quality)
-            t0 = time.perf_counter()
-            produced = sum(len(r.process(signal[i : i + chunk])) for i in range(0, in_hz, chunk))
-            elapsed = time.perf_counter() - t0
+            produced, elapsed = stream_resampler(r.process, signal, chunk)
             if produced != out_hz:
                 print(f"  {in_hz}->{out_hz}: produced {produced} samples, expected {out_hz}")
                 return 1
@@ -86,7 +84,11 @@ def _serve(args: argparse.Namespace) -> int:
         faults=faults,
         tts=None if args.no_audio else args.tts,
         pacing=Pacing(audio_pace=args.pace, text_tokens_per_s=args.text_rate),
-        max_session_s=args.max_session_minutes * 60,
+        max_session_s=(
+            args.max_session_seconds
+            if args.max_session_seconds is not None
+            else args.max_session_minutes * 60
+        ),
     )
 
     async def run() -> None:
@@ -151,6 +153,56 @@ def _quickstart(args: argparse.Namespace) -> int:
     return quickstart.main(Path(args.out), args.pace, wav=wav, url=args.url)
 
 
+def _bench(args: argparse.Namespace) -> int:
+    """A quick table of the audio path's costs on this machine (voxwire/bench.py)."""
+    from voxwire.bench import print_table
+
+    print(f"voxwire {__version__}, resampler kernel {resampler_kernel()}; per 20 ms chunk:")
+    print_table(args.rounds)
+    return 0
+
+
+def _talk(args: argparse.Namespace) -> int:
+    """Microphone and speaker against a Realtime endpoint (voxwire/talk.py)."""
+    from voxwire import talk
+
+    return talk.main(talk.TalkOptions(args.url, args.input, args.output, args.json))
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """The offline spoken conversation (voxwire/demo): tool, handoff, barge-in, exact cut."""
+    from pathlib import Path
+
+    from voxwire import demo
+
+    options = demo.DemoOptions(Path(args.out), url=args.url, realtime=args.realtime, json=args.json)
+    return demo.main(options)
+
+
+def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    dm = sub.add_parser(
+        "demo",
+        help="a spoken conversation with an agent (tool, handoff, barge-in), offline",
+        description="Runs a scripted spoken conversation against the local realtime server "
+        "started in-process: the user's lines are synthesised offline and played in as WAV "
+        "input, the agent calls a tool and hands off, and the user cuts it off mid-reply. "
+        "Prints the transcript as it happens and metrics at the end.",
+    )
+    dm.add_argument("--out", default="voxwire-demo.wav", help="WAV of what the speaker played")
+    dm.add_argument(
+        "--url",
+        help="run the same conversation against this Realtime endpoint (ws://... or wss://...) "
+        "instead of a local server; OPENAI_API_KEY is used if set",
+    )
+    dm.add_argument(
+        "--realtime",
+        action="store_true",
+        help="pace it as a real conversation (default: faster than real time, virtual clock)",
+    )
+    dm.add_argument("--json", action="store_true", help="print the events as JSON lines")
+    dm.set_defaults(func=_demo)
+
+
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sv = sub.add_parser("serve", help="run the local realtime server (docs/server.md)")
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
@@ -171,7 +223,15 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     sv.add_argument("--pace", type=float, default=4.0, help="audio speed, x real time (0: max)")
     sv.add_argument("--text-rate", type=float, default=100.0, help="text deltas per s (0: max)")
-    sv.add_argument("--max-session-minutes", type=float, default=60.0)
+    limit = sv.add_mutually_exclusive_group()
+    limit.add_argument(
+        "--max-session-minutes", type=float, default=60.0, help="session lifetime (default 60)"
+    )
+    limit.add_argument(
+        "--max-session-seconds",
+        type=float,
+        help="session lifetime in seconds, e.g. 2 to exercise a client's renewal",
+    )
     sv.add_argument(
         "--chat-url",
         metavar="URL",
@@ -206,6 +266,24 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--quality", choices=("fast", "hq", "vhq"), default="hq")
     rs.add_argument("--keep-delay", action="store_true", help="keep the filter delay at the start")
     rs.set_defaults(func=_resample)
+    _add_demo(sub)
+    tk = sub.add_parser(
+        "talk",
+        help="talk with an agent through the microphone and speaker (Ctrl-C ends)",
+        description="Needs PortAudio (voxwire[devices]); OPENAI_API_KEY for the hosted service.",
+    )
+    tk.add_argument(
+        "--url",
+        help="a Realtime endpoint (ws://... or wss://..., e.g. a `voxwire serve`) instead of the "
+        "hosted service",
+    )
+    tk.add_argument("--input", metavar="DEV", help="microphone: index, name or part of a name")
+    tk.add_argument("--output", metavar="DEV", help="speaker: index, name or part of a name")
+    tk.add_argument("--json", action="store_true", help="print the events as JSON lines")
+    tk.set_defaults(func=_talk)
+    bn = sub.add_parser("bench", help="a quick table of the audio path's costs (a few seconds)")
+    bn.add_argument("--rounds", type=int, default=15, help="timed rounds per figure (median)")
+    bn.set_defaults(func=_bench)
     _add_serve(sub)
     qs = sub.add_parser("quickstart", help="one offline spoken turn against the local server")
     qs.add_argument("--out", default="quickstart-reply.wav", help="where to write the reply")

@@ -36,6 +36,7 @@ from voxwire.asyncio.events import (
     UserStateChangedEvent,
 )
 from voxwire.audio import Resampler, read_wav, write_wav
+from voxwire.server import Pacing, RealtimeServer, Scenario
 
 USER_TEXT = "Hello there. Can you hear me?"
 REPLY = (
@@ -85,15 +86,13 @@ def user_utterance(wav: Path | None = None) -> npt.NDArray[np.int16]:
 
 
 @contextlib.asynccontextmanager
-async def _endpoint(url: str | None, pace: float) -> AsyncIterator[str]:
-    """``url``, or the URL of a local server running for the duration."""
+async def endpoint(url: str | None, scenario: Scenario, pacing: Pacing) -> AsyncIterator[str]:
+    """``url``, or the URL of a local server answering from ``scenario``, running for the
+    duration (shared with ``voxwire demo``)."""
     if url is not None:
         yield url
         return
-    from voxwire.server import Pacing, RealtimeServer, Scenario
-
-    scenario = Scenario.from_mapping({"rules": [], "fallback": REPLY})
-    async with RealtimeServer(scenario=scenario, pacing=Pacing(audio_pace=pace)) as server:
+    async with RealtimeServer(scenario=scenario, pacing=pacing) as server:
         yield server.url("gpt-realtime")
 
 
@@ -113,7 +112,8 @@ async def run_turn(
     """One spoken turn; every step goes to ``report`` (with its time) as it happens."""
     result = TurnResult()
     audio = user_utterance(wav)
-    async with _endpoint(url, pace) as endpoint:
+    scenario = Scenario.from_mapping({"rules": [], "fallback": REPLY})
+    async with endpoint(url, scenario, Pacing(audio_pace=pace)) as url_in_use:
         t0 = time.perf_counter()
 
         def note(what: str) -> None:
@@ -124,7 +124,7 @@ async def run_turn(
 
         session = RealtimeSession(
             RealtimeAgent(name="quickstart", instructions="Answer briefly."),
-            url=endpoint,
+            url=url_in_use,
             config=_CONFIG,
             wait_for_session_updated=True,
         )

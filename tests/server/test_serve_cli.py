@@ -70,3 +70,28 @@ def test_no_voice_is_a_clear_error_at_start(tmp_path: Path) -> None:
     assert "pip install 'voxwire[server]'" in process.stderr
     assert "--no-audio" in process.stderr
     assert "voxwire realtime server on" not in process.stdout
+
+
+def test_the_session_lifetime_is_settable_in_seconds() -> None:
+    """``--max-session-seconds``: the session expires then (``session_expired``, a clean close),
+    as a client's renewal test needs; its ``expires_at`` says so."""
+    process, line = start_serve("--port", "0", "--no-audio", "--max-session-seconds", "0.5")
+    try:
+        url = realtime_url(line)
+
+        async def body() -> None:
+            async with connect(url) as ws:
+                client = Client(ws)
+                created = await client.recv()
+                assert created["type"] == "session.created"
+                error = await client.recv(timeout=5)
+                assert (error["type"], error["error"]["code"]) == ("error", "session_expired")
+                assert "0.5 seconds" in error["error"]["message"]
+                await ws.wait_closed()
+                assert ws.close_code == 1000
+
+        run(body())
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=20)
+    assert process.returncode == 0, stderr

@@ -7,6 +7,11 @@
 * :func:`handoff` / :class:`Handoff` — a transfer of the conversation to another agent.
 * :class:`HostedMCPTool` — a remote MCP server the Realtime API calls for the agent.
 * :func:`output_guardrail` / :class:`OutputGuardrail` — a check over what the assistant says.
+* :func:`input_guardrail` / :class:`InputGuardrail` — a check over what the user says, before
+  the agent answers (the session holds ``create_response`` for it: :class:`ResponseHold`).
+* :func:`tool_input_guardrail` / :func:`tool_output_guardrail` — checks around one tool call;
+  :class:`ToolErrorInfo` — what a session's ``tool_error_formatter`` sees; :func:`progress` —
+  an interim output of a generator tool.
 * :func:`agent_session_config` / :func:`agent_update_config` — the ``session`` objects an agent
   asks for (pure: the session sends them).
 
@@ -34,37 +39,65 @@ from voxwire.agents.guardrail import (
     output_guardrail,
 )
 from voxwire.agents.handoff import Handoff, handoff, transfer_tool_name
+from voxwire.agents.input_guardrail import (
+    DEFAULT_REFUSAL,
+    InputGuardrail,
+    ResponseHold,
+    input_guardrail,
+)
 from voxwire.agents.mcp import HostedMCPTool
 from voxwire.agents.tool import (
     BackgroundResult,
     FunctionTool,
+    OnTimeout,
     ToolArgumentsError,
     ToolCall,
     ToolContext,
+    ToolProgress,
     ToolTimeoutError,
     background_result,
     format_output,
     function_tool,
+    progress,
+)
+from voxwire.agents.tool_guardrail import (
+    ToolErrorFormatter,
+    ToolErrorInfo,
+    ToolErrorKind,
+    ToolInputGuardrail,
+    ToolOutputGuardrail,
+    tool_input_guardrail,
+    tool_output_guardrail,
 )
 
 __all__ = [
     "DEFAULT_DEBOUNCE_CHARS",
+    "DEFAULT_REFUSAL",
     "BackgroundResult",
     "CallOutcome",
     "FunctionTool",
     "GuardrailResult",
     "Handoff",
     "HostedMCPTool",
+    "InputGuardrail",
     "Instructions",
+    "OnTimeout",
     "OutputGuardrail",
     "ReadyBatch",
     "RealtimeAgent",
     "ResolvedAgent",
     "ResolvedHandoff",
+    "ResponseHold",
     "ToolArgumentsError",
     "ToolBatches",
     "ToolCall",
     "ToolContext",
+    "ToolErrorFormatter",
+    "ToolErrorInfo",
+    "ToolErrorKind",
+    "ToolInputGuardrail",
+    "ToolOutputGuardrail",
+    "ToolProgress",
     "ToolTimeoutError",
     "TranscriptWatch",
     "TripLatch",
@@ -74,8 +107,12 @@ __all__ = [
     "format_output",
     "function_tool",
     "handoff",
+    "input_guardrail",
     "output_guardrail",
+    "progress",
     "resolve_agent",
     "resolve_instructions",
+    "tool_input_guardrail",
+    "tool_output_guardrail",
     "transfer_tool_name",
 ]

@@ -22,6 +22,7 @@ import msgspec
 
 from voxwire.agents.guardrail import OutputGuardrail
 from voxwire.agents.handoff import Handoff
+from voxwire.agents.input_guardrail import InputGuardrail
 from voxwire.agents.mcp import HostedMCPTool
 from voxwire.agents.tool import EnabledPolicy, FunctionTool
 from voxwire.exceptions import ConfigurationError
@@ -52,7 +53,9 @@ class RealtimeAgent:
     :class:`~voxwire.protocol.McpTool`, or a :class:`~voxwire.agents.HostedMCPTool`),
     ``handoffs`` (agents, or :func:`handoff`
     declarations, the model may transfer the conversation to), ``handoff_description`` (what
-    other agents' transfer tools say about this one) and ``output_guardrails``."""
+    other agents' transfer tools say about this one), ``output_guardrails`` (checks over what the
+    assistant says) and ``input_guardrails`` (checks over what the user says, before the agent
+    answers: :mod:`voxwire.agents.input_guardrail`)."""
 
     name: str
     instructions: Instructions | None = None
@@ -61,6 +64,7 @@ class RealtimeAgent:
     handoffs: Sequence[RealtimeAgent | Handoff] = field(default_factory=tuple)
     handoff_description: str | None = None
     output_guardrails: Sequence[OutputGuardrail] = field(default_factory=tuple)
+    input_guardrails: Sequence[InputGuardrail] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -99,6 +103,13 @@ class RealtimeAgent:
                     f"agent {self.name!r}: output guardrail {guardrail!r} is invalid: expected "
                     "an OutputGuardrail (voxwire.agents.output_guardrail)"
                 )
+        for check in self.input_guardrails:
+            if not isinstance(check, InputGuardrail):
+                raise ConfigurationError(
+                    f"agent {self.name!r}: input guardrail {check!r} is invalid: expected an "
+                    "InputGuardrail (voxwire.agents.input_guardrail)"
+                )
+        object.__setattr__(self, "input_guardrails", tuple(self.input_guardrails))
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "handoffs", tuple(self.handoffs))
         object.__setattr__(self, "output_guardrails", tuple(self.output_guardrails))

@@ -28,6 +28,9 @@ class CallOutcome:
     is_error: bool = False
     trigger_response: bool = True
     """``False`` for a background result (or an output that could not be delivered)."""
+    failed: bool = False
+    """No output was sent: the tool timed out with ``on_timeout="raise"`` (``output`` is
+    empty)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -45,6 +45,9 @@ class GuardrailResult:
 
     tripwire_triggered: bool
     output_info: Any = None
+    message: str | None = None
+    """Tool guardrails: what the model gets instead (``None``: the session's formatter or the
+    default message). Ignored by agent guardrails."""
 
 
 GuardrailFunction: TypeAlias = (

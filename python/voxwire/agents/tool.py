@@ -32,8 +32,10 @@ from typing import (
     TYPE_CHECKING,
     Annotated,
     Any,
+    Generic,
     Literal,
     TypeAlias,
+    TypeVar,
     Union,
     get_args,
     get_origin,
@@ -43,6 +45,11 @@ from typing import (
 
 import msgspec
 
+from voxwire.agents.tool_guardrail import (
+    ToolInputGuardrail,
+    ToolOutputGuardrail,
+    check_guardrails,
+)
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import config as wire
 
@@ -53,14 +60,17 @@ __all__ = [
     "ApprovalPolicy",
     "BackgroundResult",
     "FunctionTool",
+    "OnTimeout",
     "ToolArgumentsError",
     "ToolCall",
     "ToolContext",
+    "ToolProgress",
     "ToolTimeoutError",
     "background_result",
     "format_output",
     "function_tool",
     "needs_approval",
+    "progress",
 ]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -88,11 +98,22 @@ class ToolCall:
     """The agent whose tools the model saw when it called (not necessarily the current one)."""
 
 
+TContext = TypeVar("TContext")
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
-class ToolContext:
-    """Passed to a tool function whose first parameter is annotated ``ToolContext``."""
+class ToolContext(Generic[TContext]):
+    """Passed to a tool function whose first parameter is annotated ``ToolContext`` (or
+    ``ToolContext[MyContext]``: the type of the application's ``context``).
+
+    ``context`` is the object given to the session (``RealtimeSession(context=...)``; ``None``
+    if none was); ``history`` is ``session.history`` as it was when the call started — the
+    :class:`voxwire.asyncio.HistoryItem` values, oldest first, the call itself included — enough
+    to hand the conversation to another model and return its answer (delegation)."""
 
     call: ToolCall
+    context: TContext = None  # type: ignore[assignment]  # None when the session got none
+    history: tuple[Any, ...] = ()
 
     @property
     def call_id(self) -> str:
@@ -116,21 +137,45 @@ def background_result(output: Any) -> BackgroundResult:
     return BackgroundResult(output)
 
 
+@dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """An interim output of a tool that yields (an async generator): see :func:`progress`."""
+
+    output: Any
+    respond: bool = False
+
+
+def progress(output: Any, *, respond: bool = False) -> ToolProgress:
+    """Yield this from an async generator tool to tell the model how the call is going before
+    its result: ``output`` joins the conversation at once as a system message naming the call
+    (the Realtime API takes one ``function_call_output`` per call, which the result is).
+    ``respond=True`` also asks for a response, so the model can say it (gated: after the
+    response in progress). Any other value the tool yields is its result; the generator is
+    then closed."""
+    return ToolProgress(output, respond)
+
+
 #: ``True`` / ``False``, or a function of the call deciding (sync or async).
 ApprovalPolicy: TypeAlias = "bool | Callable[[ToolCall], bool | Awaitable[bool]]"
 #: Text the model sees when the tool timed out, or a function of the call and the timeout.
 TimeoutMessage: TypeAlias = "str | Callable[[ToolCall, float], str]"
 #: Text the model sees when the tool raised, made from the call and the exception.
 FailureMessage: TypeAlias = "Callable[[ToolCall, BaseException], str]"
+#: What a timeout does: the model gets the timeout message as the output (``error_as_result``),
+#: or no output is sent and the call fails with an ``error`` event (``raise``).
+OnTimeout: TypeAlias = Literal["error_as_result", "raise"]
 #: Whether the tool is offered, decided when an agent becomes active (sync or async).
 EnabledPolicy: TypeAlias = "bool | Callable[[RealtimeAgent], bool | Awaitable[bool]]"
 
 
-def _default_failure(call: ToolCall, exc: BaseException) -> str:
+def default_failure(call: ToolCall, exc: BaseException) -> str:
+    """What the model gets when a tool raised (unless a message or formatter says otherwise)."""
     return f"An error occurred while running the tool {call.name}: {exc}"
 
 
-def _default_timeout(call: ToolCall, timeout_s: float) -> str:
+def default_timeout(call: ToolCall, timeout_s: float) -> str:
+    """What the model gets when a tool timed out (unless a message or formatter says
+    otherwise)."""
     return f"The tool {call.name} timed out after {timeout_s:g} seconds."
 
 
@@ -143,10 +188,17 @@ class FunctionTool:
     a thread) or a coroutine function. What it returns becomes the output: text as is,
     anything else as JSON; :func:`background_result` sends it without asking for a response.
 
-    ``timeout_s``: the longest it may run (``None``: no limit); then the model gets
-    ``timeout_message``. ``failure_message``: what the model gets when it raises.
-    ``needs_approval``: ask the application first (``tool_approval_requested`` event).
-    ``is_enabled``: offer it or not, decided when the agent becomes active.
+    A tool that is an async generator may ``yield progress(...)`` (interim outputs) before it
+    yields its result (:func:`progress`).
+
+    ``timeout_s``: the longest it may run (``None``: no limit); then, with
+    ``on_timeout="error_as_result"``, the model gets ``timeout_message`` as the output, with
+    ``"raise"`` no output is sent and the call fails (an ``error`` event). ``failure_message``:
+    what the model gets when it raises. Either, when ``None``, falls back to the session's
+    ``tool_error_formatter``, then to the default text. ``needs_approval``: ask the application
+    first (``tool_approval_requested`` event). ``is_enabled``: offer it or not, decided when
+    the agent becomes active. ``input_guardrails`` / ``output_guardrails``: checks around the
+    call (:mod:`voxwire.agents.tool_guardrail`).
     """
 
     name: str
@@ -155,14 +207,17 @@ class FunctionTool:
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
     strict: bool = True
     timeout_s: float | None = None
-    timeout_message: TimeoutMessage = _default_timeout
-    failure_message: FailureMessage = _default_failure
+    timeout_message: TimeoutMessage | None = None
+    failure_message: FailureMessage | None = None
     needs_approval: ApprovalPolicy = False
     is_enabled: EnabledPolicy = True
     arguments_type: type[msgspec.Struct] | None = None
     """Checks and converts the arguments (made from the type hints by :func:`function_tool`);
     ``None``: any JSON object is accepted."""
     takes_context: bool = False
+    on_timeout: OnTimeout = "error_as_result"
+    input_guardrails: Sequence[ToolInputGuardrail] = ()
+    output_guardrails: Sequence[ToolOutputGuardrail] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -181,6 +236,19 @@ class FunctionTool:
                 f"tool {self.name!r}: timeout_s={self.timeout_s!r} is invalid: expected "
                 "seconds > 0 or None"
             )
+        if self.on_timeout not in ("error_as_result", "raise"):
+            raise ConfigurationError(
+                f"tool {self.name!r}: on_timeout={self.on_timeout!r} is invalid: expected "
+                "'error_as_result' (the model gets the timeout message) or 'raise' (no output, "
+                "an error event)"
+            )
+        guards = (
+            ("input_guardrails", "tool input guardrail", ToolInputGuardrail),
+            ("output_guardrails", "tool output guardrail", ToolOutputGuardrail),
+        )
+        for option, kind, expected in guards:
+            value = check_guardrails(self.name, kind, getattr(self, option), expected)
+            object.__setattr__(self, option, value)
         for option in ("needs_approval", "is_enabled"):
             value = getattr(self, option)
             if not (isinstance(value, bool) or callable(value)):
@@ -192,6 +260,11 @@ class FunctionTool:
     @property
     def is_coroutine(self) -> bool:
         return inspect.iscoroutinefunction(self.function)
+
+    @property
+    def is_generator(self) -> bool:
+        """An async generator: it may yield :func:`progress` before its result."""
+        return inspect.isasyncgenfunction(self.function)
 
     def declaration(self) -> wire.FunctionTool:
         """What the server is told about the tool."""
@@ -220,7 +293,7 @@ class FunctionTool:
         return {f.name: getattr(converted, f.name) for f in msgspec.structs.fields(converted)}
 
     def call_args(
-        self, arguments: Mapping[str, Any], context: ToolContext
+        self, arguments: Mapping[str, Any], context: ToolContext[Any]
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Positional and keyword arguments for ``function``."""
         return ((context,) if self.takes_context else ()), dict(arguments)
@@ -267,6 +340,9 @@ def function_tool(
     failure_message: FailureMessage | None = None,
     needs_approval: ApprovalPolicy = False,
     is_enabled: EnabledPolicy = True,
+    on_timeout: OnTimeout = "error_as_result",
+    input_guardrails: Sequence[ToolInputGuardrail] = (),
+    output_guardrails: Sequence[ToolOutputGuardrail] = (),
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -283,9 +359,13 @@ def function_tool(
     failure_message: FailureMessage | None = None,
     needs_approval: ApprovalPolicy = False,
     is_enabled: EnabledPolicy = True,
+    on_timeout: OnTimeout = "error_as_result",
+    input_guardrails: Sequence[ToolInputGuardrail] = (),
+    output_guardrails: Sequence[ToolOutputGuardrail] = (),
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
-    """Make a :class:`FunctionTool` of a function: ``@function_tool`` or
-    ``@function_tool(timeout_s=5, needs_approval=True)``.
+    """Make a :class:`FunctionTool` of a function (or an async generator, see
+    :func:`progress`): ``@function_tool`` or ``@function_tool(timeout_s=5,
+    needs_approval=True)``.
 
     The name defaults to the function's, the description to its docstring's first paragraph,
     the parameters to a schema of its type hints (or give ``parameters``: then the arguments
@@ -300,11 +380,6 @@ def function_tool(
             schema, arguments_type = parameters, None
         else:
             schema, arguments_type = _schema_from_hints(fn, tool_name, params, arg_docs, strict)
-        extra: dict[str, Any] = {}
-        if timeout_message is not None:
-            extra["timeout_message"] = timeout_message
-        if failure_message is not None:
-            extra["failure_message"] = failure_message
         return FunctionTool(
             name=tool_name,
             function=fn,
@@ -316,7 +391,11 @@ def function_tool(
             is_enabled=is_enabled,
             arguments_type=arguments_type,
             takes_context=takes_context,
-            **extra,
+            timeout_message=timeout_message,
+            failure_message=failure_message,
+            on_timeout=on_timeout,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
         )
 
     if function is not None:
@@ -332,7 +411,7 @@ def _signature(
     except Exception as exc:  # an unresolvable annotation: name it
         raise ConfigurationError(f"tool {tool_name!r}: cannot read its type hints: {exc}") from exc
     params = list(inspect.signature(fn).parameters.values())
-    takes_context = bool(params) and hints.get(params[0].name) is ToolContext
+    takes_context = bool(params) and _is_context(hints.get(params[0].name))
     if takes_context:
         params = params[1:]
     if explicit:  # the arguments are passed as given: the function takes what it takes
@@ -343,9 +422,14 @@ def _signature(
                 f"tool {tool_name!r}: parameter {param.name!r} cannot be filled from JSON "
                 "arguments (use plain named parameters)"
             )
-        if hints.get(param.name) is ToolContext:
+        if _is_context(hints.get(param.name)):
             raise ConfigurationError(f"tool {tool_name!r}: a ToolContext parameter must come first")
     return takes_context, params
+
+
+def _is_context(hint: Any) -> bool:
+    """``ToolContext`` or ``ToolContext[X]``."""
+    return hint is ToolContext or get_origin(hint) is ToolContext
 
 
 def _schema_from_hints(

@@ -9,6 +9,8 @@
 * :mod:`~voxwire.asyncio.translate` — wire events to session events, without I/O.
 * :mod:`~voxwire.asyncio.reconnect` — :class:`ReconnectPolicy`: reconnecting after a lost
   connection and resuming the conversation on the new server session.
+* :mod:`~voxwire.asyncio.renewal` — :class:`RenewalPolicy`: moving to a new server session
+  before the maximum session duration; :mod:`~voxwire.asyncio.health` — endpoint health.
 * :mod:`~voxwire.asyncio.tools` / :mod:`~voxwire.asyncio.guardrails` — running the agent's
   function tools and output guardrails; :mod:`~voxwire.asyncio.supervisor` owns their tasks
   (docs/agents.md).
@@ -29,6 +31,7 @@ from voxwire.asyncio.events import (
     CloseEvent,
     CloseReason,
     ConversationItemAddedEvent,
+    EndpointHealthEvent,
     ErrorEvent,
     ErrorSource,
     FunctionToolsExecutedEvent,
@@ -36,9 +39,12 @@ from voxwire.asyncio.events import (
     HandoffEvent,
     HistoryAddedEvent,
     HistoryUpdatedEvent,
+    InputGuardrailTrippedEvent,
     RawServerEvent,
     ReconnectedEvent,
     ReconnectingEvent,
+    RenewalReason,
+    RenewedEvent,
     ResponseDoneEvent,
     ResponseStartedEvent,
     SessionEvent,
@@ -46,11 +52,14 @@ from voxwire.asyncio.events import (
     SpeechSource,
     ToolApprovalRequestedEvent,
     ToolEndEvent,
+    ToolGuardrailTrippedEvent,
+    ToolProgressEvent,
     ToolStartEvent,
     UserInputTranscribedEvent,
     UserState,
     UserStateChangedEvent,
 )
+from voxwire.asyncio.health import EndpointStatus
 from voxwire.asyncio.history import (
     AudioContent,
     HistoryContent,
@@ -70,6 +79,7 @@ from voxwire.asyncio.mcp_events import (
     McpToolsChangedEvent,
 )
 from voxwire.asyncio.reconnect import ReconnectPolicy, SessionReconnecting
+from voxwire.asyncio.renewal import RenewalPolicy
 from voxwire.asyncio.session import RealtimeSession, SessionState
 from voxwire.asyncio.speech import SpeechHandle
 from voxwire.asyncio.transport import (
@@ -101,6 +111,8 @@ __all__ = [
     "ConnectionFailed",
     "Connector",
     "ConversationItemAddedEvent",
+    "EndpointHealthEvent",
+    "EndpointStatus",
     "ErrorEvent",
     "ErrorSource",
     "FunctionToolsExecutedEvent",
@@ -115,6 +127,7 @@ __all__ = [
     "HistoryOther",
     "HistoryUpdatedEvent",
     "ImageContent",
+    "InputGuardrailTrippedEvent",
     "McpApprovalRequestedEvent",
     "McpCallDoneEvent",
     "McpCallStartedEvent",
@@ -125,6 +138,9 @@ __all__ = [
     "ReconnectPolicy",
     "ReconnectedEvent",
     "ReconnectingEvent",
+    "RenewalPolicy",
+    "RenewalReason",
+    "RenewedEvent",
     "ResponseDoneEvent",
     "ResponseStartedEvent",
     "SessionClosed",
@@ -137,6 +153,8 @@ __all__ = [
     "TextContent",
     "ToolApprovalRequestedEvent",
     "ToolEndEvent",
+    "ToolGuardrailTrippedEvent",
+    "ToolProgressEvent",
     "ToolStartEvent",
     "Transport",
     "TransportClosed",

@@ -1,16 +1,21 @@
 """Opening a session's connection: the API key, then each URL in turn, each attempt abortable.
 
 ``close()`` during ``connect()`` must not wait for a slow handshake: every attempt runs as a
-task of its own that :meth:`Dialer.abort` cancels at once.
+task of its own that :meth:`Dialer.abort` cancels at once. The URLs are tried healthy first
+(:mod:`voxwire.asyncio.health`): an endpoint that failed to open is tried after the others and
+probed in the background until it answers again.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Mapping
 
+from voxwire.asyncio import events as ev
 from voxwire.asyncio.endpoint import build_headers, is_hosted, resolve_api_key
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
+from voxwire.asyncio.health import EndpointHealth, EndpointStatus
 from voxwire.asyncio.options import SessionOptions
 from voxwire.asyncio.transport import ConnectRequest, Transport
 
@@ -21,10 +26,24 @@ class Dialer:
     """Opens connections for one session. ``check_closed()`` raises once the session was asked
     to close (it is called between steps)."""
 
-    def __init__(self, options: SessionOptions, check_closed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        options: SessionOptions,
+        check_closed: Callable[[], None],
+        emit: Callable[[ev.SessionEvent], None],
+    ) -> None:
         self._options = options
         self._check_close_requested = check_closed
         self._attempt: asyncio.Future[Transport] | None = None  # the connection being opened
+        self.health = EndpointHealth(options.urls, self.probe, emit)
+
+    @property
+    def endpoints(self) -> tuple[EndpointStatus, ...]:
+        return self.health.statuses()
+
+    async def aclose(self) -> None:
+        """Stop the background probes (idempotent)."""
+        await self.health.aclose()
 
     def abort(self) -> None:
         """Cancel the attempt under way, if any."""
@@ -32,28 +51,44 @@ class Dialer:
             self._attempt.cancel()
 
     async def open(self) -> tuple[Transport, str]:
-        """Resolve the key, then try the primary URL and the fallbacks in order; the first
-        connection that opens, and its URL."""
+        """Resolve the key, then try the URLs — the healthy ones first, each group in the
+        configured order (primary, then fallbacks); the first connection that opens, and its
+        URL."""
         options = self._options
-        # The hosted service refuses connections without a key: say so before trying. (A custom
-        # connector — a test double, a proxy — decides for itself.)
-        required = is_hosted(options.primary_url) and options.uses_default_connector
-        key = await resolve_api_key(options.api_key, required=required)
+        headers = await self._headers()
         self._check_close_requested()
-        headers = build_headers(key, options.headers or {})
-        del key
         failures: list[ConnectionFailed] = []
-        for url in options.urls:
+        for url in self.health.order():
             try:
-                return await self._connect_one(options.connect_request(url, headers)), url
+                transport = await self._connect_one(options.connect_request(url, headers))
             except ConnectionFailed as exc:
                 failures.append(exc)
+                self.health.failed(url, exc)
                 self._check_close_requested()
+                continue
+            self.health.succeeded(url)
+            return transport, url
         if len(failures) == 1:
             raise failures[0]
         raise ConnectionFailed(
             "every endpoint failed: " + "; ".join(str(f) for f in failures)
         ) from failures[-1]
+
+    async def _headers(self) -> Mapping[str, str]:
+        options = self._options
+        # The hosted service refuses connections without a key: say so before trying. (A custom
+        # connector — a test double, a proxy — decides for itself.)
+        required = is_hosted(options.primary_url) and options.uses_default_connector
+        key = await resolve_api_key(options.api_key, required=required)
+        return build_headers(key, options.headers or {})
+
+    async def probe(self, url: str) -> None:
+        """Open a connection to ``url`` and close it at once; raises if it does not open."""
+        options = self._options
+        request = options.connect_request(url, await self._headers())
+        transport = await asyncio.wait_for(options.connect_with(request), options.open_timeout_s)
+        with contextlib.suppress(Exception):
+            await transport.close()
 
     async def _connect_one(self, request: ConnectRequest) -> Transport:
         # The attempt is a task of its own so that close() can abort a slow handshake at once

@@ -15,6 +15,11 @@ from typing import Literal, Protocol, TypeAlias
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.agents.batch import CallOutcome
 from voxwire.agents.guardrail import GuardrailResult
+from voxwire.asyncio.guard_events import (
+    InputGuardrailTrippedEvent,
+    ToolGuardrailTrippedEvent,
+    ToolProgressEvent,
+)
 from voxwire.asyncio.history import HistoryItem
 from voxwire.asyncio.mcp_events import (
     McpApprovalRequestedEvent,
@@ -41,6 +46,7 @@ __all__ = [
     "CloseEvent",
     "CloseReason",
     "ConversationItemAddedEvent",
+    "EndpointHealthEvent",
     "ErrorEvent",
     "ErrorSource",
     "FunctionToolsExecutedEvent",
@@ -48,10 +54,13 @@ __all__ = [
     "HandoffEvent",
     "HistoryAddedEvent",
     "HistoryUpdatedEvent",
+    "InputGuardrailTrippedEvent",
     "MetricsCollectedEvent",
     "RawServerEvent",
     "ReconnectedEvent",
     "ReconnectingEvent",
+    "RenewalReason",
+    "RenewedEvent",
     "ResponseDoneEvent",
     "ResponseStartedEvent",
     "ServerEventConsumer",
@@ -60,6 +69,8 @@ __all__ = [
     "SpeechSource",
     "ToolApprovalRequestedEvent",
     "ToolEndEvent",
+    "ToolGuardrailTrippedEvent",
+    "ToolProgressEvent",
     "ToolStartEvent",
     "UserInputTranscribedEvent",
     "UserState",
@@ -78,14 +89,25 @@ UserState = Literal["listening", "speaking"]
 """``speaking`` between the server's ``speech_started`` and ``speech_stopped``."""
 
 ErrorSource = Literal[
-    "server", "protocol", "session", "transcription", "audio_output", "tool", "guardrail", "agent"
+    "server",
+    "protocol",
+    "session",
+    "transcription",
+    "audio_input",
+    "audio_output",
+    "tool",
+    "guardrail",
+    "agent",
+    "store",
 ]
 """``server``: an ``error`` event from the server; ``protocol``: a frame the protocol core
 could not read; ``session``: the session failed handling an event (a bug, reported, not
-fatal); ``transcription``: input transcription failed; ``audio_output``: audio could not be
-queued for playback; ``tool``: a function tool failed, timed out, got bad arguments or its
+fatal); ``transcription``: input transcription failed; ``audio_input``: the audio source or
+its pipeline failed (the microphone stopped); ``audio_output``: audio could not be queued for
+playback; ``tool``: a function tool failed, timed out, got bad arguments or its
 output could not be delivered (the model was told); ``guardrail``: an output guardrail raised
-(it counts as not tripped); ``agent``: a handoff could not be made (the model was told)."""
+(it counts as not tripped); ``agent``: a handoff could not be made (the model was told);
+``store``: the conversation store failed a write (the session goes on, unrecorded)."""
 
 SpeechSource = ResponseSource
 """Why a response was created: ``response`` (the user spoke with server VAD on, or the
@@ -218,7 +240,8 @@ class MetricsCollectedEvent:
     :class:`~voxwire.asyncio.metrics.ResponseMetrics` once a response is done (with an audio
     output, once its first sample played), or a
     :class:`~voxwire.asyncio.metrics.TranscriptionMetrics` when the user's audio was
-    transcribed."""
+    transcribed, or an :class:`~voxwire.asyncio.metrics.InterruptionMetrics` per item an
+    interruption cut (its truncation point and the audio dropped unplayed)."""
 
     type: Literal["metrics_collected"] = field(default="metrics_collected", init=False)
     metrics: Metrics
@@ -294,6 +317,45 @@ class ReconnectedEvent:
     items_restored: int
     items_skipped: int = 0
     items_resent: int = 0
+
+
+#: Why a session moved to a new server session: its planned renewal came due (``planned``), or
+#: the server expired it first (``expired``). See :mod:`voxwire.asyncio.renewal`.
+RenewalReason = Literal["planned", "expired"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RenewedEvent:
+    """The session moved to a new server session before (``planned``) or at (``expired``) the
+    maximum session duration, and goes on (``RenewalPolicy``; docs/session.md, "Renewal past the
+    maximum session duration"). ``old_session_id`` / ``new_session_id``: the server's session
+    ids (``None`` if a server sent none); ``switch_s``: seconds from the decision to renew (a
+    turn boundary reached, or the expiry) to the new connection taking over; ``items_replayed``:
+    conversation items recreated on the new server session (``items_skipped`` could not be);
+    ``items_resent``: items sent during the switch that went to the new connection."""
+
+    type: Literal["renewed"] = field(default="renewed", init=False)
+    reason: RenewalReason
+    url: str
+    old_session_id: str | None
+    new_session_id: str | None
+    switch_s: float
+    items_replayed: int
+    items_skipped: int = 0
+    items_resent: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EndpointHealthEvent:
+    """An endpoint of the session (``url`` or one of ``fallback_urls``) changed health:
+    ``healthy=False`` after a failed connection (``error`` says why; the session probes it in the
+    background), ``True`` once it answers again (it is then preferred again, in its configured
+    order). ``session.endpoints`` shows them all."""
+
+    type: Literal["endpoint_health"] = field(default="endpoint_health", init=False)
+    url: str
+    healthy: bool
+    error: BaseException | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -438,6 +500,8 @@ SessionEvent: TypeAlias = (
     | RawServerEvent
     | ReconnectingEvent
     | ReconnectedEvent
+    | RenewedEvent
+    | EndpointHealthEvent
     | AgentStartEvent
     | AgentEndEvent
     | HandoffEvent
@@ -452,6 +516,9 @@ SessionEvent: TypeAlias = (
     | McpApprovalRequestedEvent
     | McpCallStartedEvent
     | McpCallDoneEvent
+    | InputGuardrailTrippedEvent
+    | ToolGuardrailTrippedEvent
+    | ToolProgressEvent
 )
 """Every event a session hands out."""
 

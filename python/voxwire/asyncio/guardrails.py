@@ -28,12 +28,13 @@ from voxwire.agents.guardrail import (
     TranscriptWatch,
     TripLatch,
 )
+from voxwire.agents.input_guardrail import InputGuardrail
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.supervisor import OwnedTasks, run_user_code
 from voxwire.protocol import server_events as se
 
-__all__ = ["GuardrailHost", "GuardrailRunner"]
+__all__ = ["GuardrailHost", "GuardrailRunner", "run_guardrails"]
 
 
 class GuardrailHost(Protocol):
@@ -114,12 +115,7 @@ class GuardrailRunner:
         agent: RealtimeAgent,
         guardrails: Sequence[OutputGuardrail],
     ) -> None:
-        results = await asyncio.gather(*(self._one(g, agent, text) for g in guardrails))
-        tripped = [
-            (guardrail.name, result)
-            for guardrail, result in zip(guardrails, results, strict=True)
-            if result is not None and result.tripwire_triggered
-        ]
+        tripped = await run_guardrails(guardrails, agent, text, self._host.emit, "output")
         # The latch is checked and set with no await in between: one check acts per response.
         if not tripped or not self._latch.trip(response_id):
             return
@@ -137,20 +133,37 @@ class GuardrailRunner:
         except SessionClosed:
             return
 
-    async def _one(
-        self, guardrail: OutputGuardrail, agent: RealtimeAgent, text: str
-    ) -> GuardrailResult | None:
+
+async def run_guardrails(
+    guardrails: Sequence[OutputGuardrail | InputGuardrail],
+    agent: RealtimeAgent,
+    text: str,
+    emit: Callable[[ev.SessionEvent], None],
+    kind: str,
+) -> list[tuple[str, GuardrailResult]]:
+    """Run ``guardrails`` concurrently over ``text``: the ones that tripped, in order, with
+    their results. One that raises is reported (``error``, ``source="guardrail"``) and counts
+    as not tripped. ``kind`` ("input", "output") names them in that report."""
+
+    async def one(guardrail: OutputGuardrail | InputGuardrail) -> GuardrailResult | None:
         try:
             return await run_user_code(
                 guardrail.run(agent, text), name=f"voxwire-client-guardrail-{guardrail.name}"
             )
         except Exception as exc:
-            self._host.emit(
+            emit(
                 ev.ErrorEvent(
-                    message=f"output guardrail {guardrail.name!r} raised {exc!r}; it counts as "
+                    message=f"{kind} guardrail {guardrail.name!r} raised {exc!r}; it counts as "
                     "not tripped",
                     source="guardrail",
                     exception=exc,
                 )
             )
             return None
+
+    results = await asyncio.gather(*(one(g) for g in guardrails))
+    return [
+        (guardrail.name, result)
+        for guardrail, result in zip(guardrails, results, strict=True)
+        if result is not None and result.tripwire_triggered
+    ]

@@ -1,15 +1,17 @@
 """The session as each of its parts sees it: narrow faces over :class:`RealtimeSession`'s
-internals, one per part (the agent switcher, the reconnector, the tool and guardrail runners).
+internals, one per part (the agent switcher, the reconnector, the tool and guardrail runners,
+the microphone).
 
 Each part declares what it needs as a ``typing.Protocol`` in its own module (``SwitchHost``,
-``ReconnectHost``, ``ToolHost``, ``GuardrailHost``); these classes are the session's answers, kept
-here so that ``session.py`` holds the public API and the pump. They belong to the session: they
-read and change its private state, and nothing else should.
+``ReconnectHost``, ``ToolHost``, ``GuardrailHost``, ``MicrophoneHost``); these classes are the
+session's answers, kept here so that ``session.py`` holds the public API and the pump. They
+belong to the session: they read and change its private state, and nothing else should.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import TYPE_CHECKING, Any
 
 from voxwire.agents.agent import ResolvedAgent, ResolvedHandoff
@@ -17,14 +19,17 @@ from voxwire.asyncio import events as ev
 from voxwire.asyncio.history import HistoryItem
 from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.reconnect import Resumed
+from voxwire.asyncio.transport import Transport
+from voxwire.protocol.client_events import ResponseCreateParams
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.items import function_call_output, system_message
 from voxwire.protocol.protocol import RealtimeProtocol
+from voxwire.protocol.say import say_instructions
 
 if TYPE_CHECKING:
     from voxwire.asyncio.session import RealtimeSession
 
-__all__ = ["AgentHost", "McpSessionHost", "ReconnectHost", "SwitchHost"]
+__all__ = ["AgentHost", "InputHost", "McpSessionHost", "ReconnectHost", "RenewHost", "SwitchHost"]
 
 
 class SwitchHost:
@@ -32,8 +37,12 @@ class SwitchHost:
 
     def __init__(self, session: RealtimeSession) -> None:
         self._session = session
-        self.emit = session._queue.put
         self.require_open = session._require_open
+
+    def emit(self, event: ev.SessionEvent) -> None:
+        if isinstance(event, ev.AgentStartEvent):  # the persistence part records the agent
+            self._session._persistence.agent_started(event.agent.name)
+        self._session._queue.put(event)
 
     def is_open(self) -> bool:
         return self._session.state is SessionState.OPEN
@@ -59,6 +68,9 @@ class SwitchHost:
 
     def handoff_span(self, source: str, target: str) -> contextlib.AbstractContextManager[Any]:
         return self._session._tracer.handoff_span(source, target)
+
+    def session_config(self) -> SessionConfig | None:
+        return self._session._protocol.session
 
 
 class ReconnectHost:
@@ -90,17 +102,28 @@ class ReconnectHost:
         session = self._session
         if session.state is not SessionState.RECONNECTING:  # close() came first
             return False
+        self.install(resumed)
+        return True
+
+    def install(self, resumed: Resumed) -> None:
+        session = self._session
         session._protocol = resumed.protocol
         session._translator.connection_replaced(resumed.protocol)
         session._pump.transport = resumed.transport
         session._url = resumed.url
         session._pump.discard()
         session._state = SessionState.OPEN
-        return True
+        if session._reconnector is not None:
+            session._reconnector.server_session_replaced()
 
     def connection_replaced(self) -> None:
         self._session._tools.connection_replaced()
         self._session._mcp.connection_replaced()
+        if self._session._renewer is not None:
+            self._session._renewer.server_session_started()
+
+    def now(self) -> float:
+        return time.monotonic()
 
     def user_state(self) -> ev.UserState:
         return self._session._translator.user_state
@@ -111,6 +134,26 @@ class ReconnectHost:
     @property
     def restore_timeout_s(self) -> float:
         return self._session._options.open_timeout_s
+
+
+class RenewHost(ReconnectHost):
+    """The session as the renewer sees it (asyncio/renewal.py): the reconnector's face, and
+    the connection in use, its turn state and its sending."""
+
+    def __init__(self, session: RealtimeSession) -> None:
+        super().__init__(session)
+        self.flush = session._pump.flush
+
+    @property
+    def transport(self) -> Transport | None:
+        return self._session._pump.transport
+
+    def is_open(self) -> bool:
+        return self._session.state is SessionState.OPEN
+
+    def playing(self) -> bool:
+        playback = self._session._playback
+        return playback is not None and playback.playing
 
 
 class AgentHost:
@@ -147,6 +190,66 @@ class AgentHost:
     def trip(self, event: ev.GuardrailTrippedEvent) -> None:
         self._session._switcher.trip(event)
 
+    # Tool context and progress (asyncio/tool_execution.py), input guardrails
+    # (asyncio/input_guardrails.py).
+
+    def history(self) -> tuple[Any, ...]:
+        return tuple(self._session.history)
+
+    async def send_progress(self, call_id: str, name: str, text: str, respond: bool) -> None:
+        session = self._session
+        if session.state is not SessionState.OPEN:
+            return  # reconnecting or closing: the progress is dropped, the tool goes on
+        note = f"Progress of the {name} tool call {call_id} (its result follows later): {text}"
+        session._protocol.send_item_create(system_message(note))
+        if respond:
+            session._request_response(None, "tool_response")
+        await session._pump.flush()
+
+    def answer(self) -> None:
+        self._session._request_response(None, "response")
+
+    def refuse(self, text: str) -> None:
+        params = ResponseCreateParams(instructions=say_instructions(text), tool_choice="none")
+        self._session._request_response(params, "guardrail")
+
+    def server_config(self) -> SessionConfig | None:
+        return self._session._protocol.session
+
+
+class InputHost:
+    """The session as its microphone sees it (asyncio/microphone.py)."""
+
+    def __init__(self, session: RealtimeSession) -> None:
+        self._session = session
+        self.emit = session._queue.put
+        self.flush = session._pump.flush
+
+    def accepts_audio(self) -> bool:
+        return self._session._state is SessionState.OPEN
+
+    def send_frames(self, frames: list[bytes]) -> None:
+        session = self._session
+        if session._muted:
+            session._muted_bytes += sum(map(len, frames))
+            return
+        for frame in frames:
+            session._protocol.send_input_audio(frame)
+
+    def protocol(self) -> RealtimeProtocol:
+        return self._session._protocol
+
+    def agent_audible(self) -> bool:
+        session = self._session
+        return session._interrupter.playing or session._translator.agent_state == "speaking"
+
+    def barge_in(self) -> None:
+        """The user started speaking (local detector): interrupt what the agent says, if it
+        says anything."""
+        session = self._session
+        if session._interrupter.playing or session._protocol.responses_in_progress:
+            session._interrupter.interrupt(None, cancel_response=True)
+
 
 class McpSessionHost:
     """The session as the hosted MCP runner sees it (asyncio/mcp.py)."""
@@ -156,6 +259,8 @@ class McpSessionHost:
         self.emit = session._queue.put
         self.require_open = session._require_open
         self.flush = session._pump.flush
+        self.tasks = session._background
+        self.follow_up = session._options.mcp_follow_up
 
     def protocol(self) -> RealtimeProtocol:
         return self._session._protocol

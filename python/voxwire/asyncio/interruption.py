@@ -6,8 +6,9 @@ truncates each assistant item to what the listener heard. What was heard comes, 
 from the application (samples it played itself), from the attached audio output (exact, to the
 sample; an ``AudioOutput`` also drops its unplayed audio and fades out), or else everything
 received counts as heard. The protocol core plans and queues the truncates and deletes
-(``RealtimeProtocol.interrupt``); this part collects the played samples, tells metrics, and
-emits ``audio_interrupted`` per item.
+(``RealtimeProtocol.interrupt``); this part collects the played samples, tells metrics (with
+each cut item's truncation point and the audio it dropped unplayed), and emits
+``audio_interrupted`` per item.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from voxwire.asyncio import events as ev
-from voxwire.asyncio.metrics import MetricsRecorder
+from voxwire.asyncio.metrics import InterruptionMetrics, MetricsRecorder
 from voxwire.asyncio.playback import OutputPath
 from voxwire.asyncio.translate import turn_interrupts_response
 from voxwire.protocol import server_events as se
-from voxwire.protocol.audio_ledger import SegmentKey
+from voxwire.protocol.audio_ledger import AudioSegment, SegmentKey
 from voxwire.protocol.client_events import ConversationItemDelete, ConversationItemTruncate
 from voxwire.protocol.protocol import RealtimeProtocol
 
@@ -75,12 +76,12 @@ class Interrupter:
         protocol = self._protocol()
         played = self._played(protocol, played_samples)
         in_progress_ids = list(protocol.responses_in_progress)
+        received = {segment.key: segment for segment in protocol.audio.segments()}
         sent = protocol.interrupt(played, cancel_response=cancel_response)
-        if sent or played:
-            self._metrics.interrupted(in_progress_ids)
+        cuts: list[ev.AudioInterruptedEvent] = []
         for event in sent:
             if isinstance(event, ConversationItemTruncate):
-                self._emit(
+                cuts.append(
                     ev.AudioInterruptedEvent(
                         item_id=event.item_id,
                         content_index=event.content_index,
@@ -88,7 +89,11 @@ class Interrupter:
                     )
                 )
             elif isinstance(event, ConversationItemDelete):
-                self._emit(ev.AudioInterruptedEvent(item_id=event.item_id, content_index=0))
+                cuts.append(ev.AudioInterruptedEvent(item_id=event.item_id, content_index=0))
+        if sent or played:
+            self._metrics.interrupted(in_progress_ids, [_cut_metrics(c, received) for c in cuts])
+        for cut in cuts:
+            self._emit(cut)
 
     def _played(
         self, protocol: RealtimeProtocol, played_samples: Mapping[SegmentKey, int] | None
@@ -104,3 +109,19 @@ class Interrupter:
             for segment in protocol.audio.segments()
             if segment.response_id in in_progress
         }
+
+
+def _cut_metrics(
+    cut: ev.AudioInterruptedEvent, received: Mapping[SegmentKey, AudioSegment]
+) -> InterruptionMetrics:
+    """What an interruption did to one item: heard up to ``played_ms``, the rest dropped."""
+    segment = received.get((cut.item_id, cut.content_index))
+    received_ms = segment.received_ms if segment is not None else 0
+    return InterruptionMetrics(
+        item_id=cut.item_id,
+        content_index=cut.content_index,
+        response_id=segment.response_id if segment is not None else None,
+        played_ms=cut.played_ms,
+        received_ms=received_ms,
+        dropped_ms=max(0, received_ms - (cut.played_ms or 0)),
+    )

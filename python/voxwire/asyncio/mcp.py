@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from voxwire.asyncio import events as ev
 from voxwire.asyncio import mcp_events as mev
 from voxwire.asyncio.errors import SessionClosed
+from voxwire.asyncio.hosts import McpSessionHost
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.exceptions import InvalidState
 from voxwire.protocol import server_events as se
@@ -41,6 +42,9 @@ from voxwire.protocol.items import (
     McpListToolsItem,
 )
 from voxwire.protocol.protocol import RealtimeProtocol
+
+if TYPE_CHECKING:
+    from voxwire.asyncio.session import RealtimeSession
 
 __all__ = ["McpHost", "McpRunner", "configured_servers"]
 
@@ -81,6 +85,12 @@ class McpRunner:
         self._sticky: dict[tuple[str, str], bool] = {}
         self._arguments: dict[str, str] = {}  # item_id -> arguments (from .arguments.done)
 
+    @classmethod
+    def of_session(cls, session: RealtimeSession) -> McpRunner:
+        """The runner of ``session`` (its host: :class:`voxwire.asyncio.hosts.McpSessionHost`)."""
+        host = McpSessionHost(session)
+        return cls(host, host.tasks, follow_up=host.follow_up)
+
     @property
     def available_tools(self) -> tuple[mev.McpToolListing, ...]:
         return self._available
@@ -101,6 +111,16 @@ class McpRunner:
         self._arguments.clear()
 
     # --- answers from the application -------------------------------------------------------------
+
+    def answer_if_waiting(
+        self, call_id: str, approve: bool, *, reason: str | None = None, always: bool = False
+    ) -> bool:
+        """Answer the approval request ``call_id``; ``False`` if no MCP request ``call_id``
+        waits (it may be a function tool's)."""
+        if call_id not in self._waiting:
+            return False
+        self.answer(call_id, approve, reason=reason, always=always)
+        return True
 
     def answer(
         self, call_id: str, approve: bool, *, reason: str | None = None, always: bool = False

@@ -20,12 +20,19 @@ What is measured (all times in seconds, from the session's monotonic clock):
   leaving the audio output's ring (only with an audio output attached);
 * ``time_to_first_audio_s``: from ``response.created`` to its first audio delta (the model's
   part of the latency; also set for responses no user turn started);
+* ``first_audio_to_first_played_s``: from the first audio delta received to its first sample
+  leaving the audio output (the client's own share: jitter buffer and device; audio output only);
+* ``underruns``: how often the attached :class:`~voxwire.audio.AudioOutput` ran dry between
+  ``response.created`` and the report (``None`` without one: a bare clock cannot tell);
 * ``duration_s``: ``response.created`` to ``response.done``;
 * ``usage``: the tokens of ``response.done``;
 * input transcription delay: end of the user's turn to
   ``conversation.item.input_audio_transcription.completed`` (or ``.failed``), reported on its
   own (:class:`TranscriptionMetrics`) because the service often completes the transcript after
-  the response is done.
+  the response is done;
+* per interruption and cut item (:class:`InterruptionMetrics`): where it was truncated
+  (``played_ms``, what the listener heard; ``None`` when nothing was and the item was deleted),
+  the audio received of it, and how much of that was dropped unplayed.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from voxwire.protocol.audio_ledger import SegmentKey
 from voxwire.protocol.objects import TranscriptDurationUsage, TranscriptTokenUsage, Usage
 
 __all__ = [
+    "InterruptionMetrics",
     "LatencyStats",
     "Metrics",
     "MetricsCollector",
@@ -150,8 +158,10 @@ class ResponseMetrics:
     speech_end_to_first_audio_s: float | None = None
     speech_end_to_first_played_s: float | None = None
     time_to_first_audio_s: float | None = None
+    first_audio_to_first_played_s: float | None = None
     duration_s: float = 0.0
     interrupted: bool = False
+    underruns: int | None = None
     usage: TokenUsage = field(default_factory=TokenUsage)
 
 
@@ -167,7 +177,22 @@ class TranscriptionMetrics:
     usage: TranscriptionUsage = field(default_factory=TranscriptionUsage)
 
 
-Metrics: TypeAlias = ResponseMetrics | TranscriptionMetrics
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InterruptionMetrics:
+    """One item cut by an interruption: ``played_ms`` is the truncation point sent (what the
+    listener heard; ``None``: nothing was, the item was deleted), ``received_ms`` the audio
+    received of it by then, ``dropped_ms`` the part of that never played."""
+
+    type: Literal["interruption"] = field(default="interruption", init=False)
+    item_id: str
+    content_index: int
+    response_id: str | None
+    played_ms: int | None
+    received_ms: int
+    dropped_ms: int
+
+
+Metrics: TypeAlias = ResponseMetrics | TranscriptionMetrics | InterruptionMetrics
 """What a ``metrics_collected`` event carries."""
 
 
@@ -211,6 +236,10 @@ class SessionMetrics:
     response_duration: LatencyStats = field(default_factory=LatencyStats)
     input_transcription_delay: LatencyStats = field(default_factory=LatencyStats)
     transcription_usage: TranscriptionUsage = field(default_factory=TranscriptionUsage)
+    first_audio_to_first_played: LatencyStats = field(default_factory=LatencyStats)
+    underruns: int = 0
+    dropped_audio_ms: int = 0
+    """Audio received but never played because an interruption cut it."""
 
 
 @dataclass(slots=True)
@@ -307,6 +336,16 @@ class MetricsCollector:
             if record.done is not None:
                 record.playback_over = True
                 out += self._report_if_ready(response_id, record)
+        return out
+
+    def cut(self, items: Iterable[InterruptionMetrics]) -> list[Metrics]:
+        """An interruption cut these items (after :meth:`interrupted`): reported as they are,
+        their unplayed audio added to the totals."""
+        out: list[Metrics] = list(items)
+        dropped = sum(item.dropped_ms for item in out if isinstance(item, InterruptionMetrics))
+        self._totals = replace(
+            self._totals, dropped_audio_ms=self._totals.dropped_audio_ms + dropped
+        )
         return out
 
     def snapshot(self) -> SessionMetrics:
@@ -418,12 +457,14 @@ class MetricsCollector:
             metrics = replace(
                 metrics,
                 speech_end_to_first_played_s=_since(record.speech_end_s, record.first_played_s),
+                first_audio_to_first_played_s=_since(record.first_audio_s, record.first_played_s),
             )
         t = self._totals
-        self._totals = SessionMetrics(
+        # replace(): every total not named here (transcriptions, drops) is kept as it is.
+        self._totals = replace(
+            t,
             responses=t.responses + 1,
             interrupted_responses=t.interrupted_responses + metrics.interrupted,
-            interruptions=t.interruptions,
             usage=t.usage + metrics.usage,
             speech_end_to_first_audio=t.speech_end_to_first_audio.add(
                 metrics.speech_end_to_first_audio_s
@@ -432,8 +473,10 @@ class MetricsCollector:
                 metrics.speech_end_to_first_played_s
             ),
             time_to_first_audio=t.time_to_first_audio.add(metrics.time_to_first_audio_s),
+            first_audio_to_first_played=t.first_audio_to_first_played.add(
+                metrics.first_audio_to_first_played_s
+            ),
             response_duration=t.response_duration.add(metrics.duration_s),
-            input_transcription_delay=t.input_transcription_delay,
         )
         return [metrics]
 
@@ -467,6 +510,7 @@ class MetricsRecorder:
         emit: Callable[[Metrics], None],
         playback: PlaybackMonitor | None,
         is_out_of_band: Callable[[str], bool] | None = None,
+        underruns: Callable[[], int] | None = None,
     ) -> None:
         self._now = now
         self._emit = emit
@@ -474,11 +518,22 @@ class MetricsRecorder:
             track_playback=playback is not None, is_out_of_band=is_out_of_band
         )
         self._playback = playback
+        self._underruns = underruns
+        self._underruns_at: dict[str, int] = {}  # response id -> the output's count at created
 
     def snapshot(self) -> SessionMetrics:
-        return self.collector.snapshot()
+        totals = self.collector.snapshot()
+        if self._underruns is not None:
+            totals = replace(totals, underruns=self._underruns())
+        return totals
 
     def on_server_event(self, event: se.ReceivedEvent) -> None:
+        if (
+            self._underruns is not None
+            and isinstance(event, se.ResponseCreated)
+            and event.response.id is not None
+        ):
+            self._underruns_at[event.response.id] = self._underruns()
         self._emit_all(self.collector.received(event, self._now()))
 
     def audio_pushed(self, response_id: str, key: SegmentKey) -> None:
@@ -489,11 +544,14 @@ class MetricsRecorder:
     def committed(self) -> None:
         self.collector.committed(self._now())
 
-    def interrupted(self, response_ids: Iterable[str]) -> None:
+    def interrupted(
+        self, response_ids: Iterable[str], cut: Iterable[InterruptionMetrics] = ()
+    ) -> None:
         self.collector.interrupted(response_ids)
         if self._playback is not None:
             self._playback.cut()
             self._emit_all(self.collector.playback_cut())
+        self._emit_all(self.collector.cut(cut))
 
     def close(self) -> None:
         """The session is ending (its playback monitor is closed by its owner)."""
@@ -504,4 +562,8 @@ class MetricsRecorder:
 
     def _emit_all(self, metrics: list[Metrics]) -> None:
         for item in metrics:
+            if isinstance(item, ResponseMetrics) and self._underruns is not None:
+                start = self._underruns_at.pop(item.response_id, None)
+                if start is not None:
+                    item = replace(item, underruns=self._underruns() - start)
             self._emit(item)

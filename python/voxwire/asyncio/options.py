@@ -17,9 +17,14 @@ import msgspec
 
 from voxwire.agents.agent import RealtimeAgent, agent_session_config
 from voxwire.agents.guardrail import DEFAULT_DEBOUNCE_CHARS, default_feedback
+from voxwire.agents.input_guardrail import DEFAULT_REFUSAL
+from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio.endpoint import ApiKeySource, build_url
+from voxwire.asyncio.input_guardrails import Refusal
+from voxwire.asyncio.microphone import AudioSource, check_source
 from voxwire.asyncio.playback import AudioOutputTarget, attached_output
 from voxwire.asyncio.reconnect import ReconnectPolicy
+from voxwire.asyncio.renewal import RenewalPolicy
 from voxwire.asyncio.tools import DEFAULT_REJECTION_MESSAGE
 from voxwire.asyncio.tracing import SessionTracer, TracingSetting, tracing_setting
 from voxwire.asyncio.transport import (
@@ -28,9 +33,11 @@ from voxwire.asyncio.transport import (
     ConnectRequest,
     connect_websocket,
 )
+from voxwire.audio.bargein import BargeInDetector
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.ids import CounterIds, IdFactory
+from voxwire.store import AudioPolicy, ConversationStore
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -72,6 +79,16 @@ class SessionOptions:
     guardrail_debounce_chars: int | None = DEFAULT_DEBOUNCE_CHARS
     guardrail_feedback: str | Callable[[Sequence[str]], str] = default_feedback
     reconnect: ReconnectPolicy | None = None
+    audio_input: AudioSource | None = None
+    local_barge_in: bool | BargeInDetector = False
+    input_frame_ms: int = 20
+    renewal: RenewalPolicy | None = None
+    store: ConversationStore | None = None
+    conversation_id: str | None = None
+    store_audio: AudioPolicy | None = None
+    context: Any = None
+    tool_error_formatter: ToolErrorFormatter | None = None
+    input_guardrail_refusal: Refusal = DEFAULT_REFUSAL
     mcp_follow_up: bool = True
 
     # Derived, checked values (set in __post_init__).
@@ -88,16 +105,23 @@ class SessionOptions:
             raise ConfigurationError(f"agent={self.agent!r} is invalid: expected a RealtimeAgent")
         self._check_endpoint()
         self._check_output_and_timeouts()
+        self._check_input()
         if not isinstance(self.reconnect, ReconnectPolicy | None):
             raise ConfigurationError(
                 f"reconnect={self.reconnect!r} is invalid: expected a ReconnectPolicy or None"
             )
+        if not isinstance(self.renewal, RenewalPolicy | None):
+            raise ConfigurationError(
+                f"renewal={self.renewal!r} is invalid: expected a RenewalPolicy or None"
+            )
+        self._check_store()
         feedback = self.guardrail_feedback
         if not (isinstance(feedback, str) or callable(feedback)):
             raise ConfigurationError(
                 "guardrail_feedback is invalid: expected text or a function of the tripped "
                 "guardrails' names"
             )
+        self._check_agent_features()
         # Validated now; tracing is kept out of the base configuration later updates are made
         # from (asyncio/tracing.py: it is sent once, in the first session.update).
         base = agent_session_config(self.config, None)
@@ -111,8 +135,39 @@ class SessionOptions:
         self._set("base_config", msgspec.structs.replace(base, tracing=msgspec.UNSET))
         self._set("tracing", tracing)
 
+    def _check_agent_features(self) -> None:
+        formatter = self.tool_error_formatter
+        if formatter is not None and not callable(formatter):
+            raise ConfigurationError(
+                f"tool_error_formatter={formatter!r} is invalid: expected a function of a "
+                "voxwire.agents.ToolErrorInfo returning text (or None for the default)"
+            )
+        refusal = self.input_guardrail_refusal
+        if not (refusal is None or isinstance(refusal, str) or callable(refusal)):
+            raise ConfigurationError(
+                f"input_guardrail_refusal={refusal!r} is invalid: expected text to say, None "
+                "(silent) or a function of the tripped guardrails' names"
+            )
+
     def _set(self, name: str, value: object) -> None:
         object.__setattr__(self, name, value)  # a frozen dataclass's derived fields
+
+    def _check_store(self) -> None:
+        if not isinstance(self.store, ConversationStore | None):
+            raise ConfigurationError(
+                f"store={self.store!r} is invalid: expected a voxwire.store.ConversationStore "
+                "(await SQLiteStore.open(path), await PostgresStore.open(conninfo)) or None"
+            )
+        cid = self.conversation_id
+        if cid is not None and (not isinstance(cid, str) or not cid.strip()):
+            raise ConfigurationError(
+                f"conversation_id={cid!r} is invalid: expected non-empty text, or None for a new id"
+            )
+        if not isinstance(self.store_audio, AudioPolicy | None):
+            raise ConfigurationError(
+                f"store_audio={self.store_audio!r} is invalid: expected a "
+                "voxwire.store.AudioPolicy or None (no audio stored)"
+            )
 
     def _check_endpoint(self) -> None:
         primary = build_url(self.url, model=self.model, call_id=self.call_id)
@@ -131,6 +186,26 @@ class SessionOptions:
             if not isinstance(name, str) or not isinstance(value, str):
                 raise ConfigurationError(f"header {name!r} is invalid: names and values are text")
         self._set("headers", headers)
+
+    def _check_input(self) -> None:
+        if self.audio_input is not None:
+            check_source(self.audio_input)
+        frame_ms = self.input_frame_ms
+        if not isinstance(frame_ms, int) or isinstance(frame_ms, bool) or not 1 <= frame_ms <= 1000:
+            raise ConfigurationError(
+                f"input_frame_ms={frame_ms!r} is invalid: expected an integer in 1..=1000"
+            )
+        barge_in = self.local_barge_in
+        if not isinstance(barge_in, bool | BargeInDetector):
+            raise ConfigurationError(
+                f"local_barge_in={barge_in!r} is invalid: expected True, False or a "
+                "voxwire.audio.BargeInDetector"
+            )
+        if barge_in is not False and self.audio_input is None:
+            raise ConfigurationError(
+                "local_barge_in needs audio_input: the detector listens to the session's "
+                "microphone (give audio_input=, or leave local_barge_in off)"
+            )
 
     def _check_output_and_timeouts(self) -> None:
         if self.audio_output is not None and attached_output(self.audio_output) is None:

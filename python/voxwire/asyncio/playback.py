@@ -113,6 +113,10 @@ class AudioOutputPath:
     def interrupt(self) -> list[ItemPlayback]:
         return self.output.interrupt()
 
+    def underruns(self) -> int:
+        """How often the output ran dry while a part was playing (for metrics)."""
+        return self.output.underruns
+
 
 def output_path(target: AudioOutputTarget | None) -> OutputPath | None:
     """The path for what the application attached (checked by ``SessionOptions``)."""

@@ -79,6 +79,8 @@ class Pump:
             await self.flush()  # what a resumption queued (tool outputs, a response request)
             while True:
                 frame = await transport.recv()
+                if transport is not self.transport:  # replaced (a renewal): drop the old's frames
+                    return ev.CloseEvent(reason="client_closed", detail="replaced")
                 self.receive(frame)
                 if self._outbox:
                     await self.flush()

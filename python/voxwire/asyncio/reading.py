@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.asyncio import events as ev
+from voxwire.asyncio.dial import Dialer
+from voxwire.asyncio.health import EndpointStatus
 from voxwire.asyncio.history import HistoryItem, build_history
 from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.mcp import McpRunner
 from voxwire.asyncio.mcp_events import McpToolListing
 from voxwire.asyncio.metrics import MetricsRecorder, SessionMetrics
+from voxwire.asyncio.microphone import Microphone
 from voxwire.asyncio.options import SessionOptions
 from voxwire.asyncio.queue import EventQueue
 from voxwire.asyncio.supervisor import OwnedTasks
@@ -21,6 +24,7 @@ from voxwire.asyncio.switching import AgentSwitcher
 from voxwire.asyncio.tools import ToolRunner
 from voxwire.asyncio.tracing import SessionTracer
 from voxwire.asyncio.translate import EventTranslator
+from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.protocol import RealtimeProtocol
 
 __all__ = ["SessionReading"]
@@ -44,6 +48,8 @@ class SessionReading:
     _background: OwnedTasks
     _metrics: MetricsRecorder
     _tracer: SessionTracer
+    _microphone: Microphone | None
+    _dialer: Dialer
 
     @property
     def state(self) -> SessionState:
@@ -56,6 +62,13 @@ class SessionReading:
         return self._url
 
     @property
+    def endpoints(self) -> tuple[EndpointStatus, ...]:
+        """Every endpoint (``url``, then ``fallback_urls``) with its health: an endpoint that
+        failed to open is tried after the others and probed in the background until it answers
+        (:mod:`voxwire.asyncio.health`)."""
+        return self._dialer.endpoints
+
+    @property
     def agent(self) -> RealtimeAgent | None:
         return self._switcher.agent
 
@@ -64,6 +77,13 @@ class SessionReading:
         """The protocol core: the server's session, conversation, responses and audio ledger
         as acknowledged so far. Read it; send through the session."""
         return self._protocol
+
+    @property
+    def config(self) -> SessionConfig | None:
+        """The session configuration the server confirmed last, as the application configured
+        it: ``protocol.session`` shows the wire (``create_response: false`` while the agent has
+        input guardrails, docs/agents.md), this shows the application's own setting."""
+        return self._switcher.hold.view(self._protocol.session)
 
     @property
     def options(self) -> SessionOptions:
@@ -133,3 +153,9 @@ class SessionReading:
         """The session's OpenTelemetry spans; ``tool_span`` / ``handoff_span`` for the code that
         runs tools and handoffs (see :mod:`voxwire.asyncio.tracing`)."""
         return self._tracer
+
+    @property
+    def microphone(self) -> Microphone | None:
+        """The session's audio input (``audio_input=``), if it has one: its ``source``, the
+        current ``pipeline`` (frames sent, muted) and ``barge_ins`` (local interruptions)."""
+        return self._microphone

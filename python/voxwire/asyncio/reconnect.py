@@ -32,6 +32,10 @@ per-connection state (the gate, pending requests, the server's session), so ever
 gets a fresh :class:`~voxwire.protocol.RealtimeProtocol` (sharing the session's id factory, so
 ids never repeat); the conversation is carried over by recreating it.
 
+The same handshake (:func:`restore_on`) serves a renewal (:mod:`voxwire.asyncio.renewal`):
+planned, on a connection prepared beside the live one; after a ``session_expired``, here, with
+the renewal's attempts and a ``renewed`` event instead of ``reconnecting`` / ``reconnected``.
+
 Ownership: :meth:`Reconnector.recover` runs in the session's receive-loop task (the loop pumps a
 connection, reconnects, pumps the next). ``close()`` cancels that task, which aborts a backoff
 sleep, a handshake or a restoration at once; a connection opened by an aborted attempt is closed
@@ -56,10 +60,23 @@ from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.conversation import ROOT
+from voxwire.protocol.objects import ErrorInfo
 from voxwire.protocol.protocol import RealtimeProtocol
 from voxwire.protocol.restoration import RestorationPlan
 
-__all__ = ["ReconnectHost", "ReconnectPolicy", "Reconnector", "Resumed", "SessionReconnecting"]
+__all__ = [
+    "ReconnectHost",
+    "ReconnectPolicy",
+    "Reconnector",
+    "RestoreHost",
+    "Resumed",
+    "SessionReconnecting",
+    "carry_over",
+    "renewed_event",
+    "report_resumed",
+    "restore_on",
+    "server_session_id",
+]
 
 log = logging.getLogger("voxwire.session")
 
@@ -175,6 +192,9 @@ class ReconnectHost(Protocol):
 
     def history(self) -> tuple[HistoryItem, ...]: ...
 
+    def now(self) -> float:
+        """The session's clock (monotonic seconds)."""
+
     @property
     def restore_timeout_s(self) -> float:
         """How long the new server may take to acknowledge the restoration."""
@@ -199,55 +219,75 @@ class _RestoreFailed(Exception):
 
 
 class Reconnector:
-    """Runs the attempts of one session (see the module docstring for the owner)."""
+    """Runs the attempts of one session (see the module docstring for the owner).
+
+    ``policy``: how a lost connection is reconnected (``None``: it is not). ``expiry``: how the
+    session renews itself on a new connection after the server expired it (``session_expired``;
+    :mod:`voxwire.asyncio.renewal`) — ``None``: an expiry ends the session."""
 
     server_event_types: Final = frozenset({se.ErrorEvent})
 
-    def __init__(self, policy: ReconnectPolicy, host: ReconnectHost) -> None:
+    def __init__(
+        self,
+        policy: ReconnectPolicy | None,
+        host: ReconnectHost,
+        *,
+        expiry: ReconnectPolicy | None = None,
+    ) -> None:
         self.policy = policy
+        self.expiry = expiry
         self._host = host
         self._expired = False
 
     def on_server_event(self, event: se.ReceivedEvent) -> None:
         """Every event received: a ``session_expired`` error means the server ended the session
-        on purpose, and a lost connection after it is not reconnected."""
+        on purpose: the end of the connection after it is renewed (with ``expiry``) or ends the
+        session, never reconnected."""
         if isinstance(event, se.ErrorEvent) and event.error.code == "session_expired":
             self._expired = True
 
+    def server_session_replaced(self) -> None:
+        """A renewal moved the session to a new server session: an expiry of the old one no
+        longer counts."""
+        self._expired = False
+
     def should_reconnect(self, close: ev.CloseEvent) -> bool:
-        """Only an abnormal end (no close frame, or a code other than 1000/1001), and never
-        after the server expired the session."""
-        return close.reason == "connection_lost" and not self._expired
+        """After an expiry: renew (with ``expiry``), whatever the close. Otherwise only an
+        abnormal end (no close frame, or a code other than 1000/1001), with a ``policy``."""
+        if self._expired:
+            return self.expiry is not None and close.reason != "error"
+        return self.policy is not None and close.reason == "connection_lost"
 
     async def recover(self, lost: ev.CloseEvent) -> Transport | ev.CloseEvent:
-        """The connection was lost: settle what was in flight, reconnect and resume; the new
-        transport, swapped in, or the ``close`` event to end the session with."""
+        """The connection was lost (or expired): settle what was in flight, reconnect and
+        resume; the new transport, swapped in, or the ``close`` event to end the session with."""
         host = self._host
+        started_s = host.now()
+        expired, old_session_id = self._expired, server_session_id(host.protocol)
+        policy = self.expiry if expired else self.policy
+        assert policy is not None
         user_state = host.user_state()
         plan = self._settle()
-        outcome = await self.run(lost, plan)
+        outcome = await self.run(lost, plan, policy, announce=not expired)
         if isinstance(outcome, ev.CloseEvent):
             return outcome
         if not host.swap_in(outcome):  # close() came first
             await outcome.transport.close()
             return ev.CloseEvent(reason="client_closed")
-        protocol = outcome.protocol
-        protocol.replay_session_updates()
-        host.connection_replaced()
-        items_resent = protocol.resend_unanswered(plan)
-        host.emit(
-            ev.ReconnectedEvent(
-                url=outcome.url,
-                items_restored=outcome.items_restored,
-                items_skipped=outcome.items_skipped,
-                items_resent=items_resent,
+        items_resent = carry_over(host, outcome.protocol, plan)
+        if expired:
+            event = renewed_event("expired", outcome, old_session_id, started_s, items_resent, host)
+            host.emit(event)
+        else:
+            host.emit(
+                ev.ReconnectedEvent(
+                    url=outcome.url,
+                    items_restored=outcome.items_restored,
+                    items_skipped=outcome.items_skipped,
+                    items_resent=items_resent,
+                )
             )
-        )
-        if user_state != "listening":  # the new server has heard nothing yet
-            host.emit(ev.UserStateChangedEvent(old_state=user_state, new_state="listening"))
-        for error in outcome.errors:
-            host.emit(error)
-        host.emit(ev.HistoryUpdatedEvent(history=host.history()))
+        report_resumed(host, outcome, user_state)
         return outcome.transport
 
     def _settle(self) -> RestorationPlan:
@@ -265,35 +305,38 @@ class Reconnector:
         return loss.plan
 
     async def run(
-        self, lost: ev.CloseEvent, restoration: RestorationPlan
+        self,
+        lost: ev.CloseEvent,
+        restoration: RestorationPlan,
+        policy: ReconnectPolicy,
+        *,
+        announce: bool = True,
     ) -> Resumed | ev.CloseEvent:
-        """Try the policy's attempts; the resumed connection, or the ``close`` event to end
-        the session with (``connection_lost``, carrying the last attempt's error)."""
+        """Try the policy's attempts (each announced with a ``reconnecting`` event unless not
+        ``announce``); the resumed connection, or the ``close`` event to end the session with
+        (``connection_lost``, carrying the last attempt's error)."""
         error: BaseException | None = lost.error
-        policy = self.policy
+        host = self._host
         for attempt in range(1, policy.attempts + 1):
             delay_s = policy.delay_s(attempt)
-            self._host.emit(ev.ReconnectingEvent(attempt=attempt, delay_s=delay_s, error=error))
+            if announce:
+                host.emit(ev.ReconnectingEvent(attempt=attempt, delay_s=delay_s, error=error))
             if delay_s > 0:
                 await asyncio.sleep(delay_s)
             try:
-                transport, url = await self._host.open_connection()
+                transport, url = await host.open_connection()
             except Exception as exc:  # refused, timed out, the key function failed: try again
                 log.info("reconnection attempt %d failed: %s", attempt, exc)
                 error = exc
                 continue
             try:
-                resumed = await asyncio.wait_for(
-                    self._restore(transport, url, restoration), self._host.restore_timeout_s
+                resumed = await restore_on(
+                    host, transport, url, restoration, restore_history=policy.restore_history
                 )
-            except (TransportClosed, SessionClosed, _RestoreFailed, asyncio.TimeoutError) as exc:
-                await _close_quietly(transport)
-                error = _attempt_error(exc, url, self._host.restore_timeout_s)
+            except (ConnectionFailed, TransportClosed, SessionClosed) as exc:
+                error = exc
                 log.info("reconnection attempt %d failed: %s", attempt, error)
                 continue
-            except BaseException:
-                await _close_quietly(transport)
-                raise
             self._expired = False
             return resumed
         return ev.CloseEvent(
@@ -303,66 +346,158 @@ class Reconnector:
             detail=f"gave up reconnecting after {policy.attempts} attempt(s): {error}",
         )
 
-    async def _restore(
-        self, transport: Transport, url: str, restoration: RestorationPlan
-    ) -> Resumed:
-        """The resumption handshake on a new connection (module docstring, steps 1-4)."""
-        protocol = self._host.new_protocol()
-        await _receive_until(transport, protocol, lambda e: isinstance(e, se.SessionCreated))
-        config = self._host.resume_config()
-        update_id = protocol.send_session_update(config, origin="session").event_id
-        waiting: dict[str, str] = {}  # create event_id -> item id
-        previous = ROOT
-        items = restoration.items if self.policy.restore_history else ()
-        for item in items:
-            create = protocol.send_item_create(item, previous_item_id=previous)
-            assert create.event_id is not None
-            assert create.item.id is not None
-            waiting[create.event_id] = create.item.id
-            previous = create.item.id
-        for frame in protocol.data_to_send():
-            await transport.send(frame)
 
-        updated = False
-        restored = 0
-        errors: list[ev.ErrorEvent] = []
+class RestoreHost(Protocol):
+    """What the resumption handshake needs of the session."""
 
-        def acknowledged(event: se.ReceivedEvent) -> bool:
-            nonlocal updated, restored
-            if isinstance(event, se.SessionUpdated):
-                updated = True
-            elif isinstance(event, se.ConversationItemAdded | se.ConversationItemCreated):
-                acked = [k for k, item_id in waiting.items() if item_id == event.item.id]
-                for event_id in acked:
-                    del waiting[event_id]
-                restored += len(acked)
-            elif isinstance(event, se.ErrorEvent):
-                failed = event.error
-                if failed.event_id is not None and failed.event_id == update_id:
-                    raise _RestoreFailed(
-                        f"{url} rejected the session configuration on resumption: {failed.message}"
-                    )
-                waiting.pop(failed.event_id or "", None)
-                errors.append(
-                    ev.ErrorEvent(
-                        message=f"restoring the conversation: {failed.message}",
-                        source="server",
-                        code=failed.code,
-                        param=failed.param,
-                        event_id=failed.event_id,
-                    )
-                )
-            return updated and not waiting
+    def new_protocol(self) -> RealtimeProtocol:
+        """A protocol core for a new connection."""
 
-        await _receive_until(transport, protocol, acknowledged)
-        return Resumed(
-            transport=transport,
-            protocol=protocol,
-            url=url,
-            items_restored=restored,
-            items_skipped=len(restoration.skipped) if self.policy.restore_history else 0,
-            errors=errors,
+    def resume_config(self) -> SessionConfig:
+        """The ``session.update`` to send on a new server session."""
+
+    @property
+    def restore_timeout_s(self) -> float:
+        """How long the new server may take to acknowledge the restoration."""
+
+
+async def restore_on(
+    host: RestoreHost,
+    transport: Transport,
+    url: str,
+    restoration: RestorationPlan,
+    *,
+    restore_history: bool = True,
+) -> Resumed:
+    """The resumption handshake on the new connection ``transport`` (module docstring, steps
+    1-4), bounded by ``host.restore_timeout_s``. On failure the transport is closed and the
+    attempt's error raised (:class:`ConnectionFailed` — a refused configuration, no answer in
+    time — or the new connection's :class:`TransportClosed` / :class:`SessionClosed`); a
+    cancellation closes it too."""
+    timeout_s = host.restore_timeout_s
+    try:
+        return await asyncio.wait_for(
+            _restore(host, transport, url, restoration, restore_history), timeout_s
         )
+    except (TransportClosed, SessionClosed, _RestoreFailed, asyncio.TimeoutError) as exc:
+        await _close_quietly(transport)
+        raise _attempt_error(exc, url, timeout_s)  # noqa: B904 - the cause is set as it should be
+    except BaseException:
+        await _close_quietly(transport)
+        raise
+
+
+async def _restore(
+    host: RestoreHost,
+    transport: Transport,
+    url: str,
+    restoration: RestorationPlan,
+    restore_history: bool,
+) -> Resumed:
+    protocol = host.new_protocol()
+    await _receive_until(transport, protocol, lambda e: isinstance(e, se.SessionCreated))
+    update_id = protocol.send_session_update(host.resume_config(), origin="session").event_id
+    waiting: dict[str, str] = {}  # create event_id -> item id
+    previous = ROOT
+    items = restoration.items if restore_history else ()
+    for item in items:
+        create = protocol.send_item_create(item, previous_item_id=previous)
+        assert create.event_id is not None
+        assert create.item.id is not None
+        waiting[create.event_id] = create.item.id
+        previous = create.item.id
+    for frame in protocol.data_to_send():
+        await transport.send(frame)
+
+    updated = False
+    restored = 0
+    errors: list[ev.ErrorEvent] = []
+
+    def acknowledged(event: se.ReceivedEvent) -> bool:
+        nonlocal updated, restored
+        if isinstance(event, se.SessionUpdated):
+            updated = True
+        elif isinstance(event, se.ConversationItemAdded | se.ConversationItemCreated):
+            acked = [k for k, item_id in waiting.items() if item_id == event.item.id]
+            for event_id in acked:
+                del waiting[event_id]
+            restored += len(acked)
+        elif isinstance(event, se.ErrorEvent):
+            failed = event.error
+            if failed.event_id is not None and failed.event_id == update_id:
+                raise _RestoreFailed(
+                    f"{url} rejected the session configuration on resumption: {failed.message}"
+                )
+            waiting.pop(failed.event_id or "", None)
+            errors.append(_restore_error(failed))
+        return updated and not waiting
+
+    await _receive_until(transport, protocol, acknowledged)
+    return Resumed(
+        transport=transport,
+        protocol=protocol,
+        url=url,
+        items_restored=restored,
+        items_skipped=len(restoration.skipped) if restore_history else 0,
+        errors=errors,
+    )
+
+
+def _restore_error(failed: ErrorInfo) -> ev.ErrorEvent:
+    return ev.ErrorEvent(
+        message=f"restoring the conversation: {failed.message}",
+        source="server",
+        code=failed.code,
+        param=failed.param,
+        event_id=failed.event_id,
+    )
+
+
+def server_session_id(protocol: RealtimeProtocol) -> str | None:
+    """The server's id of the session ``protocol`` is connected to (``None`` before
+    ``session.created``, or from a server that sends none)."""
+    session = protocol.session
+    value = session.extra.get("id") if session is not None else None
+    return value if isinstance(value, str) else None
+
+
+def carry_over(host: ReconnectHost, protocol: RealtimeProtocol, plan: RestorationPlan) -> int:
+    """The new connection ``protocol`` is in: the application's session updates again, the
+    tool runner's undelivered outputs, then what the lost server never acknowledged (item
+    creates, response requests); how many of its unacknowledged creates went again."""
+    protocol.replay_session_updates()
+    host.connection_replaced()
+    return protocol.resend_unanswered(plan)
+
+
+def report_resumed(host: ReconnectHost, outcome: Resumed, user_state: ev.UserState) -> None:
+    """After the ``reconnected`` / ``renewed`` event: the user state the new server starts
+    with, the restoration's errors, the history."""
+    if user_state != "listening":  # the new server has heard nothing yet
+        host.emit(ev.UserStateChangedEvent(old_state=user_state, new_state="listening"))
+    for error in outcome.errors:
+        host.emit(error)
+    host.emit(ev.HistoryUpdatedEvent(history=host.history()))
+
+
+def renewed_event(
+    reason: ev.RenewalReason,
+    outcome: Resumed,
+    old_session_id: str | None,
+    started_s: float,
+    items_resent: int,
+    host: ReconnectHost,
+) -> ev.RenewedEvent:
+    return ev.RenewedEvent(
+        reason=reason,
+        url=outcome.url,
+        old_session_id=old_session_id,
+        new_session_id=server_session_id(outcome.protocol),
+        switch_s=max(0.0, host.now() - started_s),
+        items_replayed=outcome.items_restored,
+        items_skipped=outcome.items_skipped,
+        items_resent=items_resent,
+    )
 
 
 async def _receive_until(

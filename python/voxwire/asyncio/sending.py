@@ -21,6 +21,7 @@ import numpy.typing as npt
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.images import image_data_url
+from voxwire.asyncio.input_guardrails import InputGuardrailRunner
 from voxwire.asyncio.inputs import audio_bytes
 from voxwire.asyncio.interruption import Interrupter
 from voxwire.asyncio.lifecycle import SessionState
@@ -29,6 +30,7 @@ from voxwire.asyncio.pump import Pump
 from voxwire.asyncio.reconnect import SessionReconnecting
 from voxwire.asyncio.speech import SpeechHandle
 from voxwire.asyncio.speech_tracker import SpeechTracker
+from voxwire.asyncio.switching import AgentSwitcher
 from voxwire.exceptions import ConfigurationError, InvalidState
 from voxwire.protocol.audio_ledger import SegmentKey
 from voxwire.protocol.client_events import (
@@ -60,6 +62,8 @@ class SessionSending:
     _muted: bool
     _muted_bytes: int
     _describe_close: Callable[[], str]
+    _switcher: AgentSwitcher
+    _input_guardrails: InputGuardrailRunner
 
     # --- sending ----------------------------------------------------------------------------------
 
@@ -127,6 +131,7 @@ class SessionSending:
         """Add a user message (text, content parts, or any item) and, by default, ask for a
         response. The request waits while a response is in progress and coalesces with other
         waiting requests: the session never causes ``conversation_already_has_active_response``.
+        While the agent has input guardrails, the response is asked for once they passed.
         """
         self._require_open()
         if isinstance(message, str):
@@ -135,8 +140,8 @@ class SessionSending:
             item = MessageItem(role="user", content=list(message))
         else:
             item = message
-        self._protocol.send_item_create(item)
-        if trigger_response:
+        created = self._protocol.send_item_create(item)
+        if trigger_response and not self._input_guardrails.hold_message(created.item):
             self._request_response(None, "response")
         await self._pump.flush()
 
@@ -209,9 +214,11 @@ class SessionSending:
     async def update_session(self, config: SessionConfig | Mapping[str, Any]) -> None:
         """Send a ``session.update`` (GA, legacy or camelCase shape). With a reconnect policy,
         the change is made again on the new server session after a reconnection (unless the
-        server rejected it)."""
+        server rejected it). While the agent has input guardrails, turn detection's
+        ``create_response`` goes out off (the session answers once they passed) and
+        :attr:`config` shows it as given."""
         self._require_open()
-        self._protocol.send_session_update(config)
+        self._protocol.send_session_update(self._switcher.application_update(config))
         await self._pump.flush()
 
     async def interrupt(

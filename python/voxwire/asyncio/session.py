@@ -39,20 +39,26 @@ from typing import TYPE_CHECKING, Any
 
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.agents.guardrail import DEFAULT_DEBOUNCE_CHARS, default_feedback
+from voxwire.agents.input_guardrail import DEFAULT_REFUSAL
+from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.dial import Dialer
 from voxwire.asyncio.dispatch import Dispatcher
 from voxwire.asyncio.endpoint import ApiKeySource
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.guardrails import GuardrailRunner
-from voxwire.asyncio.hosts import AgentHost, McpSessionHost, ReconnectHost, SwitchHost
+from voxwire.asyncio.hosts import AgentHost, InputHost, ReconnectHost, RenewHost, SwitchHost
+from voxwire.asyncio.input_guardrails import InputGuardrailRunner, Refusal
 from voxwire.asyncio.interruption import Interrupter
 from voxwire.asyncio.lifecycle import SessionState
 from voxwire.asyncio.mcp import McpRunner
 from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics
+from voxwire.asyncio.microphone import AudioSource, Microphone
 from voxwire.asyncio.options import SessionOptions
+from voxwire.asyncio.persistence import Persistence, SessionPersistence
 from voxwire.asyncio.playback import (
     AudioOutputFeed,
+    AudioOutputPath,
     AudioOutputTarget,
     PlaybackMonitor,
     output_path,
@@ -61,6 +67,8 @@ from voxwire.asyncio.pump import Pump
 from voxwire.asyncio.queue import EventQueue, QueueClosed, QueueIterator
 from voxwire.asyncio.reading import SessionReading
 from voxwire.asyncio.reconnect import Reconnector, ReconnectPolicy
+from voxwire.asyncio.renewal import RenewalPolicy, Renewer
+from voxwire.asyncio.resumption import ConversationStart, ResumeSource, resume_options
 from voxwire.asyncio.sending import SessionSending
 from voxwire.asyncio.speech_tracker import SpeechTracker
 from voxwire.asyncio.supervisor import OwnedTasks
@@ -73,12 +81,14 @@ from voxwire.asyncio.transport import (
     Transport,
     TransportClosed,
 )
+from voxwire.audio.bargein import BargeInDetector
 from voxwire.exceptions import InvalidState
 from voxwire.protocol import server_events as se
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.ids import IdFactory
 from voxwire.protocol.protocol import RealtimeProtocol
 from voxwire.protocol.updates import SessionUpdateLog
+from voxwire.store import AudioPolicy, ConversationStore
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -88,7 +98,7 @@ __all__ = ["RealtimeSession", "SessionState"]
 log = logging.getLogger("voxwire.session")
 
 
-class RealtimeSession(SessionReading, SessionSending):
+class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
     """One Realtime conversation. Use ``async with RealtimeSession(...) as session:`` (or
     ``connect()`` / ``close()``) and ``async for event in session``.
 
@@ -104,8 +114,11 @@ class RealtimeSession(SessionReading, SessionSending):
     and raises if it rejects the configuration); ``audio_output`` (an
     :class:`~voxwire.audio.AudioOutput`, a speaker holding one, or a bare
     :class:`~voxwire.audio.PlaybackClock`: assistant audio goes into it instead of ``audio``
-    events, and interruptions truncate exactly what the listener heard);
-    ``raw_server_events`` (also hand out every server event but audio deltas);
+    events, and interruptions truncate exactly what the listener heard); ``audio_input`` (a
+    microphone or file source, run into ``send_audio`` in frames of ``input_frame_ms`` from
+    connect to close; ``local_barge_in`` interrupts as soon as the user speaks over the agent:
+    :mod:`voxwire.asyncio.microphone`); ``raw_server_events`` (also hand out every server
+    event but audio deltas);
     ``max_queued_events`` (the event queue's bound; see :mod:`voxwire.asyncio.queue` for what is
     dropped when it is full); timeouts, keepalive and the maximum message size of the
     connection; ``connector`` (how to open it: default a websocket; :mod:`voxwire.testing` has a
@@ -124,9 +137,19 @@ class RealtimeSession(SessionReading, SessionSending):
     a call); its output guardrails check the assistant's transcript every
     ``guardrail_debounce_chars`` new characters (``None``: complete transcripts only) and, on
     a trip, the model gets ``guardrail_feedback`` (text, or a function of the tripped
-    guardrails' names) as a system message before it answers again. Hosted MCP tools
-    (asyncio/mcp.py): after a response that called one, the session asks for the next
-    response unless ``mcp_follow_up`` is false.
+    guardrails' names) as a system message before it answers again. ``context``: the
+    application's object, handed to tools in their ``ToolContext``; ``tool_error_formatter``:
+    the model's text for rejected, blocked, timed-out and failed calls; input guardrails refuse
+    with ``input_guardrail_refusal`` (text said, ``None``: silent). ``mcp_follow_up``: ask for
+    the next response after hosted MCP calls (asyncio/mcp.py).
+
+    ``reconnect`` (:class:`~voxwire.asyncio.ReconnectPolicy`) resumes after a lost connection;
+    ``renewal`` (:class:`~voxwire.asyncio.RenewalPolicy`) renews before the server's maximum
+    session duration (:mod:`voxwire.asyncio.renewal`).
+
+    Persistence (docs/persistence.md): ``store`` records the conversation ``conversation_id``
+    (default: a new id) as the server confirms it, ``store_audio`` adds its audio;
+    :meth:`snapshot`, :meth:`resume`.
     """
 
     def __init__(
@@ -162,6 +185,16 @@ class RealtimeSession(SessionReading, SessionSending):
         guardrail_debounce_chars: int | None = DEFAULT_DEBOUNCE_CHARS,
         guardrail_feedback: str | Callable[[Sequence[str]], str] = default_feedback,
         reconnect: ReconnectPolicy | None = None,
+        audio_input: AudioSource | None = None,
+        local_barge_in: bool | BargeInDetector = False,
+        input_frame_ms: int = 20,
+        renewal: RenewalPolicy | None = None,
+        store: ConversationStore | None = None,
+        conversation_id: str | None = None,
+        store_audio: AudioPolicy | None = None,
+        context: Any = None,
+        tool_error_formatter: ToolErrorFormatter | None = None,
+        input_guardrail_refusal: Refusal = DEFAULT_REFUSAL,
         mcp_follow_up: bool = True,
     ) -> None:
         # Every argument goes to SessionOptions, which checks them (asyncio/options.py);
@@ -180,7 +213,8 @@ class RealtimeSession(SessionReading, SessionSending):
         # One id factory for every connection's protocol core: ids never repeat; the log of the
         # application's session updates, made again after a reconnection (with a policy only).
         self._ids: IdFactory = options.id_factory()
-        self._update_log = SessionUpdateLog() if options.reconnect is not None else None
+        restores = options.reconnect is not None or options.renewal is not None
+        self._update_log = SessionUpdateLog() if restores else None
         self._protocol = self._new_protocol()
         self._state = SessionState.NEW
         self._waiters = UpdateWaiters()
@@ -189,7 +223,7 @@ class RealtimeSession(SessionReading, SessionSending):
         self._shutdown_task: asyncio.Task[None] | None = None
         self._closed_event: asyncio.Event | None = None
         self._close_requested = False
-        self._dialer = Dialer(options, self._check_close_requested)
+        self._dialer = Dialer(options, self._check_close_requested, emit)
         self._close_event: ev.CloseEvent | None = None
         self._muted = False
         self._muted_bytes = 0
@@ -214,6 +248,7 @@ class RealtimeSession(SessionReading, SessionSending):
             emit=self._emit_metrics,
             playback=self._playback,
             is_out_of_band=lambda response_id: self._protocol.is_out_of_band(response_id),
+            underruns=sink.underruns if isinstance(sink, AudioOutputPath) else None,
         )
         self._feed = (
             AudioOutputFeed(sink, lambda: self._protocol.session, self._metrics.audio_pushed, emit)
@@ -221,6 +256,16 @@ class RealtimeSession(SessionReading, SessionSending):
             else None
         )
         self._interrupter = Interrupter(lambda: self._protocol, sink, self._metrics, emit)
+        self._microphone = (
+            Microphone(
+                options.audio_input,
+                InputHost(self),
+                frame_ms=options.input_frame_ms,
+                barge_in=options.local_barge_in,
+            )
+            if options.audio_input is not None
+            else None
+        )
         self._translator = EventTranslator(
             self._protocol,
             raw=options.raw_server_events,
@@ -236,12 +281,17 @@ class RealtimeSession(SessionReading, SessionSending):
     ) -> None:
         """Reconnection, tools and guardrails, and the order every server event visits the
         parts in (:meth:`_dispatch`)."""
+        renewal = options.renewal
+        expiry = renewal.expiry_policy() if renewal is not None else None
         self._reconnector = (
-            Reconnector(options.reconnect, ReconnectHost(self))
-            if options.reconnect is not None
+            Reconnector(options.reconnect, ReconnectHost(self), expiry=expiry)
+            if options.reconnect is not None or renewal is not None
             else None
         )
+        self._renewer = Renewer(renewal, RenewHost(self)) if renewal is not None else None
         self._background = OwnedTasks(self._background_failed)
+        self._persistence = Persistence(options, emit)
+        self._start = ConversationStart(self._persistence, options.open_timeout_s)
         host = AgentHost(self)
         active = self._switcher.active
         self._tools = ToolRunner(
@@ -250,20 +300,24 @@ class RealtimeSession(SessionReading, SessionSending):
             active,
             delivery_attempts=options.tool_output_attempts,
             rejection_message=options.tool_rejection_message,
+            observer=self._persistence,
+            error_formatter=options.tool_error_formatter,
+            context=options.context,
+        )
+        self._input_guardrails = InputGuardrailRunner(
+            host, self._background, active, refusal=options.input_guardrail_refusal
         )
         self._guardrails = GuardrailRunner(
             host, self._background, active, debounce_chars=options.guardrail_debounce_chars
         )
         self._speech = SpeechTracker(lambda: self._protocol, emit, self._playback)
-        mcp_host = McpSessionHost(self)
-        self._mcp = McpRunner(mcp_host, self._background, follow_up=options.mcp_follow_up)
+        self._mcp = McpRunner.of_session(self)
         # The audio first (it plays as soon as it arrives), then what cuts it; speech handles
-        # (speech_created before response_started); the translated events before the agent
-        # features (a tool call starts once its item is in the history), tracing, then metrics
-        # (metrics_collected follows response_done).
-        parts: list[Any] = [self._feed, self._interrupter, self._reconnector, self._switcher]
-        parts += [self._speech, self._translator, self._tools, self._mcp, self._guardrails]
-        parts += [self._tracer, self._metrics]
+        # before the translated events, these before the agent features (a tool call starts
+        # once its item is in the history), tracing, then metrics (after response_done).
+        parts: list[Any] = [self._feed, self._interrupter, self._reconnector, self._renewer]
+        parts += [self._persistence, self._switcher, self._speech, self._translator, self._tools]
+        parts += [self._mcp, self._guardrails, self._input_guardrails, self._tracer, self._metrics]
         self._dispatcher = Dispatcher(tuple(filter(None, parts)), self._handling_failed)
 
     def _new_protocol(self) -> RealtimeProtocol:
@@ -300,7 +354,9 @@ class RealtimeSession(SessionReading, SessionSending):
         self._closed_event = asyncio.Event()
         self._tracer.session_started(**{"voxwire.url": self._options.primary_url})
         try:
+            self._switcher.agent = await self._start.before_open(self._switcher.agent)
             await self._open()
+            await self._start.after_open(self._protocol, self._pump.flush, self._tools)
         except BaseException as exc:
             # Python skips __aexit__ when __aenter__ raises: release here what was acquired.
             await self._shutdown(ev.CloseEvent(reason="error", error=exc, detail="connect failed"))
@@ -335,6 +391,20 @@ class RealtimeSession(SessionReading, SessionSending):
         if self._close_event is not None:
             raise SessionClosed(f"the connection ended while connecting: {self._describe_close()}")
         self._switcher.started(resolved)
+        if self._microphone is not None:
+            self._microphone.start()
+
+    @classmethod
+    def resume(
+        cls, source: ResumeSource, conversation_id: str | None = None, **options: Any
+    ) -> RealtimeSession:
+        """A session going on with a stored conversation (``agent=``, ``agents=``, constructor
+        options): replay, agent, approvals, undelivered outputs at ``connect()``; see
+        :mod:`voxwire.asyncio.resumption` and docs/persistence.md."""
+        snapshot, agents, options = resume_options(source, conversation_id, options)
+        session = cls(**options)
+        session._start.resume_from(snapshot, agents)
+        return session
 
     def _check_close_requested(self) -> None:
         if self._close_requested:
@@ -384,10 +454,17 @@ class RealtimeSession(SessionReading, SessionSending):
             self._finish(self._close_event or default)
 
     async def _stop_watching(self) -> None:
-        """Stop the playback monitor; metrics report what still waited for playback."""
+        """Stop the microphone and the playback monitor; metrics report what still waited for
+        playback."""
+        if self._microphone is not None:
+            self._microphone.stop()
         if self._playback is not None:
             await self._playback.aclose()
+        if self._renewer is not None:
+            await self._renewer.aclose()
+        await self._dialer.aclose()
         self._metrics.close()
+        await self._persistence.aclose()
 
     def _finish(self, close: ev.CloseEvent) -> None:
         """The terminal state: the close event last, iterators woken, waiters failed."""
@@ -420,6 +497,9 @@ class RealtimeSession(SessionReading, SessionSending):
         awaited by the session."""
         while True:
             close = await self._pump.run(transport)
+            if self._pump.transport not in (transport, None) and self._state is SessionState.OPEN:
+                transport = self._pump.transport  # renewed (asyncio/renewal.py): pump the new one
+                continue
             reconnector = self._reconnector
             if (
                 reconnector is None
@@ -488,24 +568,20 @@ class RealtimeSession(SessionReading, SessionSending):
         await self._switcher.update_agent(agent)
 
     def approve_tool_call(self, call_id: str, *, always: bool = False) -> None:
-        """Let the call of a ``tool_approval_requested`` event run. ``always``: also approve
-        later calls of the same tool for the rest of the session. Raises
-        :class:`~voxwire.exceptions.InvalidState` if no call ``call_id`` is waiting. Hosted MCP
-        approval requests (``mcp_approval_requested``) are answered the same way."""
-        if self._mcp.waiting(call_id):
-            return self._mcp.answer(call_id, True, always=always)
-        self._tools.approve(call_id, always=always)
+        """Let the call of a ``tool_approval_requested`` (or ``mcp_approval_requested``) event
+        run. ``always``: also approve later calls of the same tool for the rest of the session.
+        Raises :class:`~voxwire.exceptions.InvalidState` if no call ``call_id`` is waiting."""
+        if not self._mcp.answer_if_waiting(call_id, True, always=always):
+            self._tools.approve(call_id, always=always)
 
     def reject_tool_call(
         self, call_id: str, *, message: str | None = None, always: bool = False
     ) -> None:
         """Refuse the call of a ``tool_approval_requested`` event: the tool does not run and the
         model gets ``message`` (default: the session's ``tool_rejection_message``) as the
-        output. ``always``: refuse later calls of the same tool too. For a hosted MCP request,
-        ``message`` is the ``reason`` of the ``mcp_approval_response``."""
-        if self._mcp.waiting(call_id):
-            return self._mcp.answer(call_id, False, reason=message, always=always)
-        self._tools.reject(call_id, message=message, always=always)
+        output (an MCP request's ``reason``). ``always``: refuse later calls of it too."""
+        if not self._mcp.answer_if_waiting(call_id, False, reason=message, always=always):
+            self._tools.reject(call_id, message=message, always=always)
 
     # --- events -----------------------------------------------------------------------------------
 

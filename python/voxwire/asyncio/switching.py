@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -29,6 +30,7 @@ from voxwire.agents.agent import (
     agent_update_config,
     resolve_agent,
 )
+from voxwire.agents.input_guardrail import ResponseHold, holds
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.options import SessionOptions
 from voxwire.exceptions import ConfigurationError
@@ -97,6 +99,9 @@ class SwitchHost(Protocol):
 
     def handoff_span(self, source: str, target: str) -> contextlib.AbstractContextManager[Any]: ...
 
+    def session_config(self) -> SessionConfig | None:
+        """The configuration the server confirmed last."""
+
 
 class AgentSwitcher:
     """The active agent and every way it changes (see the module docstring)."""
@@ -111,6 +116,8 @@ class AgentSwitcher:
         self._options = options
         self._host = host
         self._lock: asyncio.Lock | None = None
+        self.hold = ResponseHold(options.base_config)
+        """``create_response`` held off on the wire while the agent has input guardrails."""
 
     def active(self) -> ResolvedAgent | None:
         return self.resolved
@@ -141,7 +148,15 @@ class AgentSwitcher:
         config = agent_session_config(self._options.base_config, resolved)
         if self._options.tracing is not msgspec.UNSET:
             config = msgspec.structs.replace(config, tracing=self._options.tracing)
-        return config
+        agent = resolved.agent if resolved is not None else None
+        return self.hold.first_config(config, holding=holds(agent))
+
+    def application_update(self, config: SessionConfig | Mapping[str, Any]) -> SessionConfig:
+        """An application's ``session.update`` as it goes on the wire (``create_response``
+        held off while the agent has input guardrails)."""
+        if not isinstance(config, SessionConfig):
+            config = SessionConfig.from_mapping(config)
+        return self.hold.application_update(config, holding=holds(self.agent))
 
     def resume_config(self, lost: SessionConfig | None) -> SessionConfig:
         """The first ``session.update`` of a resumed server session: as at ``connect()``, except
@@ -186,6 +201,12 @@ class AgentSwitcher:
         """Send the update for ``resolved``, wait for the server to accept it, then switch."""
         config = agent_update_config(
             self._options.base_config, resolved, voice_locked=self.assistant_audio
+        )
+        config = self.hold.switch_config(
+            config,
+            holding=holds(resolved.agent),
+            was_holding=holds(self.agent),
+            current=self._host.session_config(),
         )
         await self._host.send_update(config, "the agent's configuration")
         previous = self.resolved

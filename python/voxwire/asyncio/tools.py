@@ -8,15 +8,15 @@ is done (``response.output_item.done``) and runs as a task owned by the session'
 1. the tool is looked up in the agent snapshot that was active when the call arrived (a
    handoff in the same response does not reroute it); an unknown name, or arguments that do
    not parse or fit, become an error output the model sees, plus an ``error`` event;
-2. approval, if the tool needs it: a ``tool_approval_requested`` event, then the call waits for
-   ``approve`` / ``reject`` (a sticky ``always`` decision answers later calls of the tool);
-3. ``tool_start``, the function (a coroutine function awaited, a plain one in a thread) under
-   its timeout, ``tool_end`` with the output — a timeout or an exception gives the model an
+2. the call itself — tool guardrails, approval, the function under its timeout, progress of
+   a generator tool, the error messages — is the ``CallExecutor``'s (asyncio/tool_execution.py,
+   which says it step by step); a timeout or an exception gives the model an
    error message and the application an ``error`` event (``source="tool"``), and the session
    goes on;
-4. delivery: a ``function_call_output`` item. The output is computed once; if sending it fails,
+3. delivery: a ``function_call_output`` item. The output is computed once; if sending it fails,
    or the server rejects it, the same output (same item id) is sent again, up to
-   ``delivery_attempts`` times — the tool never runs twice.
+   ``delivery_attempts`` times — the tool never runs twice. A call that failed without an
+   output (``on_timeout="raise"``) sends nothing and counts as answered.
 
 When a response is done and every call it made has an output the server acknowledged, the
 runner reports ``function_tools_executed`` and asks for ONE follow-up response, through the
@@ -32,30 +32,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from voxwire.agents.agent import ResolvedAgent, ResolvedHandoff
 from voxwire.agents.batch import CallOutcome, ToolBatches
-from voxwire.agents.tool import (
-    BackgroundResult,
-    FunctionTool,
-    ToolArgumentsError,
-    ToolCall,
-    ToolContext,
-    ToolTimeoutError,
-    format_output,
-    needs_approval,
-)
+from voxwire.agents.tool import format_output
+from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.errors import SessionClosed
-from voxwire.asyncio.supervisor import OwnedTasks, UserCodeTimeout, run_user_code
-from voxwire.exceptions import ConfigurationError, InvalidState
+from voxwire.asyncio.supervisor import OwnedTasks
+from voxwire.asyncio.tool_execution import Approvals, CallExecutor
+from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
 from voxwire.protocol.items import FunctionCallItem
 
-__all__ = ["DEFAULT_REJECTION_MESSAGE", "ToolHost", "ToolRunner"]
+__all__ = ["DEFAULT_REJECTION_MESSAGE", "ToolHost", "ToolObserver", "ToolRunner"]
 
 DEFAULT_REJECTION_MESSAGE = "The user declined this tool call; it was not run."
 
@@ -84,6 +77,25 @@ class ToolHost(Protocol):
     async def hand_off(self, call_id: str, handoff: ResolvedHandoff, source: ResolvedAgent) -> None:
         """Switch to ``handoff``'s target (raises if it cannot; then nothing changed)."""
 
+    def history(self) -> tuple[Any, ...]:
+        """``session.history`` now (the snapshot a tool's context gets)."""
+
+    async def send_progress(self, call_id: str, name: str, text: str, respond: bool) -> None:
+        """Add a tool's interim output to the conversation (and ask for a response if
+        ``respond``); dropped while the session is not open (the tool goes on)."""
+
+
+class ToolObserver(Protocol):
+    """Who is told what only the runner knows (the session's persistence part,
+    asyncio/persistence.py): a call waits for approval, its approval was answered, its output
+    is about to be sent (awaited before sending, so a stored output survives a crash)."""
+
+    def approval_pending(self, call_id: str, name: str, arguments: str) -> None: ...
+
+    def approval_resolved(self, call_id: str) -> None: ...
+
+    async def output_ready(self, call_id: str, output: str) -> None: ...
+
 
 @dataclass
 class _Call:
@@ -92,6 +104,7 @@ class _Call:
     arguments: str
     response_id: str
     snapshot: ResolvedAgent
+    history: tuple[Any, ...] = ()
     outcome: CallOutcome | None = None
     item_id: str | None = None
     attempts: int = 0
@@ -111,6 +124,9 @@ class ToolRunner:
         delivery_attempts: int = 3,
         retry_delay_s: float = 0.05,
         rejection_message: str = DEFAULT_REJECTION_MESSAGE,
+        error_formatter: ToolErrorFormatter | None = None,
+        context: Any = None,
+        observer: ToolObserver | None = None,
     ) -> None:
         if delivery_attempts < 1:
             raise ConfigurationError(
@@ -121,20 +137,26 @@ class ToolRunner:
         self._agent = agent
         self._attempts = delivery_attempts
         self._retry_delay_s = retry_delay_s
-        self._rejection_message = rejection_message
         self._batches = ToolBatches()
         self._calls: dict[str, _Call] = {}
         self._by_event: dict[str, _Call] = {}
         self._by_item: dict[str, _Call] = {}
-        self._approvals: dict[str, tuple[str, asyncio.Future[tuple[bool, str | None]]]] = {}
-        self._sticky: dict[str, bool] = {}
+        self._observer = observer
+        self._approvals = Approvals(observer.approval_pending if observer is not None else None)
+        self._executor = CallExecutor(
+            host,
+            self._approvals,
+            rejection_message=rejection_message,
+            error_formatter=error_formatter,
+            context=context,
+        )
 
     # --- what the application sees ----------------------------------------------------------------
 
     @property
     def pending_approvals(self) -> tuple[str, ...]:
         """Call ids waiting for approve / reject."""
-        return tuple(self._approvals)
+        return self._approvals.pending
 
     @property
     def running(self) -> int:
@@ -142,28 +164,14 @@ class ToolRunner:
         return len(self._calls)
 
     def approve(self, call_id: str, *, always: bool = False) -> None:
-        name, future = self._waiting(call_id)
-        if always:
-            self._sticky[name] = True
-        if not future.done():
-            future.set_result((True, None))
+        self._approvals.answer(call_id, True, None, always)
+        if self._observer is not None:
+            self._observer.approval_resolved(call_id)
 
     def reject(self, call_id: str, *, message: str | None = None, always: bool = False) -> None:
-        name, future = self._waiting(call_id)
-        if always:
-            self._sticky[name] = False
-        if not future.done():
-            future.set_result((False, message))
-
-    def _waiting(self, call_id: str) -> tuple[str, asyncio.Future[tuple[bool, str | None]]]:
-        entry = self._approvals.get(call_id)
-        if entry is None:
-            waiting = ", ".join(self._approvals) or "none"
-            raise InvalidState(
-                f"no tool call {call_id!r} is waiting for approval (waiting: {waiting}); answer "
-                "the call_id of a tool_approval_requested event, once"
-            )
-        return entry
+        self._approvals.answer(call_id, False, message, always)
+        if self._observer is not None:
+            self._observer.approval_resolved(call_id)
 
     def connection_replaced(self) -> None:
         """A new connection replaced a lost one and the conversation was restored
@@ -173,6 +181,27 @@ class ToolRunner:
         for call in self._calls.values():
             if call.outcome is not None and not call.delivered:
                 self._queue_output(call)
+
+    def resume_call(self, call: FunctionCallItem, response_id: str, output: str | None) -> None:
+        """A call of a resumed conversation (asyncio/resumption.py), part of the batch of
+        ``response_id`` (a response that is over): ``output``, computed before the process
+        ended, is delivered without running the tool again; ``None``: the call runs from the
+        start (approval included)."""
+        snapshot = self._agent()
+        if snapshot is None or call.call_id is None or call.call_id in self._calls:
+            return
+        entry = _Call(call.call_id, call.name, call.arguments, response_id, snapshot)
+        self._calls[entry.call_id] = entry
+        self._batches.call_started(response_id, entry.call_id)
+        self._batches.response_done(response_id, "completed")
+        if output is None:
+            work = self._run(entry)
+        else:
+            outcome = CallOutcome(
+                call_id=entry.call_id, name=entry.name, arguments=entry.arguments, output=output
+            )
+            work = self._deliver(entry, outcome)
+        self._tasks.spawn(work, name=f"voxwire-client-tool-{entry.name}", kind="tool")
 
     # --- events in (synchronous, from the receive loop) -------------------------------------------
 
@@ -210,6 +239,7 @@ class ToolRunner:
             arguments=item.arguments,
             response_id=event.response_id,
             snapshot=snapshot,
+            history=self._host.history(),
         )
         self._calls[call.call_id] = call
         self._batches.call_started(call.response_id, call.call_id)
@@ -278,7 +308,9 @@ class ToolRunner:
             elif isinstance(target, ResolvedHandoff):
                 outcome = await self._hand_off(call, target)
             else:
-                outcome = await self._execute(call, target)
+                outcome = await self._executor.execute(
+                    target, call.call_id, call.arguments, call.snapshot.agent, call.history
+                )
         except Exception as exc:  # a bug of ours: still answer the model, and report it
             outcome = self._error_outcome(
                 call, f"running tool call {call.call_id} failed: {exc!r}", exc=exc
@@ -302,134 +334,6 @@ class ToolRunner:
             output=model_text if model_text is not None else message,
             is_error=True,
         )
-
-    async def _execute(self, call: _Call, tool: FunctionTool) -> CallOutcome:
-        """Arguments, approval, then the tool itself (:meth:`_run_tool`)."""
-        try:
-            arguments = tool.parse_arguments(call.arguments)
-        except ToolArgumentsError as exc:
-            return self._error_outcome(
-                call,
-                f"tool {call.name!r} was called with bad arguments: {exc}",
-                model_text=f"Invalid arguments for {call.name}: {exc}. Call it again with "
-                "arguments that fit its parameters.",
-                exc=exc,
-            )
-        request = ToolCall(
-            call_id=call.call_id,
-            name=call.name,
-            arguments=arguments,
-            raw_arguments=call.arguments,
-            agent=call.snapshot.agent,
-        )
-        try:
-            approved, message = await self._approval(tool, request)
-        except Exception as exc:
-            return self._error_outcome(
-                call, f"the approval policy of tool {call.name!r} raised: {exc!r}", exc=exc
-            )
-        if not approved:
-            return CallOutcome(
-                call_id=call.call_id,
-                name=call.name,
-                arguments=call.arguments,
-                output=message or self._rejection_message,
-                is_error=False,
-            )
-        return await self._run_tool(call, tool, request)
-
-    async def _run_tool(self, call: _Call, tool: FunctionTool, request: ToolCall) -> CallOutcome:
-        """``tool_start``, the function under its timeout, ``tool_end`` (and an ``error`` event
-        when it failed): the outcome the model gets."""
-        agent = call.snapshot.agent
-        self._host.emit(
-            ev.ToolStartEvent(
-                call_id=call.call_id, name=call.name, arguments=call.arguments, agent=agent
-            )
-        )
-        error: BaseException | None = None
-        trigger = True
-        try:
-            with self._host.tool_span(call.name, call.call_id):
-                value = await self._invoke(tool, request)
-        except ToolTimeoutError as exc:
-            error = exc
-            assert tool.timeout_s is not None
-            message_for = tool.timeout_message
-            output = (
-                message_for
-                if isinstance(message_for, str)
-                else message_for(request, tool.timeout_s)
-            )
-        except Exception as exc:
-            error = exc
-            output = tool.failure_message(request, exc)
-        else:
-            if isinstance(value, BackgroundResult):
-                trigger, value = False, value.output
-            output = format_output(value)
-        end = ev.ToolEndEvent(
-            call_id=call.call_id,
-            name=call.name,
-            arguments=call.arguments,
-            agent=agent,
-            output=output,
-            error=error,
-        )
-        self._host.emit(end)
-        if error is not None:
-            what = "timed out" if isinstance(error, ToolTimeoutError) else f"raised {error!r}"
-            self._host.emit(
-                ev.ErrorEvent(
-                    message=f"tool {call.name!r} (call {call.call_id}) {what}",
-                    source="tool",
-                    exception=error,
-                )
-            )
-        return CallOutcome(
-            call_id=call.call_id,
-            name=call.name,
-            arguments=call.arguments,
-            output=output,
-            is_error=error is not None,
-            trigger_response=trigger,
-        )
-
-    async def _approval(self, tool: FunctionTool, request: ToolCall) -> tuple[bool, str | None]:
-        if not await needs_approval(tool, request):
-            return True, None
-        sticky = self._sticky.get(request.name)
-        if sticky is not None:
-            return sticky, None
-        future: asyncio.Future[tuple[bool, str | None]] = asyncio.get_running_loop().create_future()
-        self._approvals[request.call_id] = (request.name, future)
-        self._host.emit(
-            ev.ToolApprovalRequestedEvent(
-                call_id=request.call_id,
-                name=request.name,
-                arguments=request.raw_arguments,
-                agent=request.agent,
-            )
-        )
-        try:
-            return await future
-        finally:
-            self._approvals.pop(request.call_id, None)
-
-    async def _invoke(self, tool: FunctionTool, request: ToolCall) -> Any:
-        args, kwargs = tool.call_args(request.arguments, ToolContext(call=request))
-        if tool.is_coroutine:
-            work: Coroutine[Any, Any, Any] = tool.function(*args, **kwargs)
-        else:
-            work = _in_thread(tool.function, *args, **kwargs)
-        try:
-            return await run_user_code(
-                work, name=f"voxwire-client-tool-{tool.name}-run", timeout_s=tool.timeout_s
-            )
-        except UserCodeTimeout as exc:
-            raise ToolTimeoutError(
-                f"tool {tool.name!r} did not finish within {tool.timeout_s:g} s"
-            ) from exc
 
     async def _hand_off(self, call: _Call, target: ResolvedHandoff) -> CallOutcome:
         try:
@@ -466,8 +370,14 @@ class ToolRunner:
     async def _deliver(self, call: _Call, outcome: CallOutcome) -> None:
         """Send the output until it is handed to the connection (the acknowledgement comes as
         an event). The output is fixed here: a retry sends the same text."""
+        if self._observer is not None and not outcome.failed:
+            await self._observer.output_ready(call.call_id, outcome.output)
         call.outcome = outcome
         self._batches.call_finished(outcome)
+        if outcome.failed:  # no output is sent: the call counts as answered
+            self._delivered(call)
+            self._follow_up()
+            return
         while True:
             try:
                 self._queue_output(call)
@@ -485,10 +395,3 @@ class ToolRunner:
                 await asyncio.sleep(self._retry_delay_s * call.attempts)
                 if call.delivered:
                     return
-
-
-async def _in_thread(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-    result = await asyncio.to_thread(function, *args, **kwargs)
-    if isinstance(result, Awaitable):  # a plain function that returned a coroutine
-        return await result
-    return result

@@ -145,7 +145,7 @@ class ConversationRecorder:
         return self._conversation_id
 
     def snapshot(self, updated_at: datetime) -> SessionSnapshot:
-        """Everything recorded so far, as one snapshot (what ``session.state()`` returns)."""
+        """Everything recorded so far, as one snapshot (what ``session.snapshot()`` returns)."""
         return SessionSnapshot(
             conversation_id=self._conversation_id,
             created_at=self._created_at,

@@ -2,7 +2,7 @@
 
 One data model serves both: :meth:`ConversationStore.load
 <voxwire.store.ConversationStore.load>` returns a :class:`SessionSnapshot`, and the same object
-is what ``session.state()`` will hand out (``to_json`` / ``from_json``). Pure: no I/O, no clock
+is what ``session.snapshot()`` hands out (``to_json`` / ``from_json``). Pure: no I/O, no clock
 (times come in as arguments).
 
 Two kinds of data are kept apart on purpose (openai-agents' run-item lifecycle: "keep provider

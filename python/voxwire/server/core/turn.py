@@ -88,6 +88,15 @@ class Turn:
         return ""
 
     @property
+    def system_note(self) -> str | None:
+        """The text of the last item if it is a system message (a tool's progress note, a
+        guardrail's feedback), else ``None``."""
+        last = self.items[-1] if self.items else None
+        if not isinstance(last, MessageItem) or last.role != "system":
+            return None
+        return " ".join(p.text for p in last.content if isinstance(p, InputText))
+
+    @property
     def approved_mcp_call(self) -> CallMcp | None:
         """The call to make if the last item approves an MCP approval request."""
         request = self._answered_request()

@@ -43,6 +43,10 @@ matches the output of a handoff call, like ``after_tool``::
       {"instructions": "billing", "after_handoff": true, "say": "Billing here. {text}?"},
       {"instructions": "billing", "match": "refund", "say": "Refunds take five days."}
     ]}
+
+``after_system`` (a regular expression) matches when the conversation ends with a system
+message whose text it finds — e.g. a tool's progress note (``"after_system": "Progress of the
+get_weather"``); other rules see such a turn as before.
 """
 
 from __future__ import annotations
@@ -102,8 +106,13 @@ class Rule:
     calls: tuple[CallTool | CallMcp, ...] = ()
     instructions: re.Pattern[str] | None = None
     tools: tuple[str, ...] = ()
+    after_system: re.Pattern[str] | None = None
 
     def applies(self, turn: Turn) -> bool:
+        if self.after_system is not None:
+            note = turn.system_note
+            if note is None or self.after_system.search(note) is None:
+                return False
         if self.instructions is not None and not self.instructions.search(turn.instructions):
             return False
         if any(name not in turn.tools for name in self.tools):
@@ -244,6 +253,7 @@ def _rule(index: int, raw: object) -> Rule:
         calls=tuple(calls),
         instructions=_pattern(where, "instructions", raw.get("instructions")),
         tools=tuple(tools),
+        after_system=_pattern(where, "after_system", raw.get("after_system")),
     )
 
 
@@ -252,6 +262,7 @@ _RULE_KEYS: Final = frozenset(
         "match",
         "after_tool",
         "after_handoff",
+        "after_system",
         "say",
         "call",
         "handoff",

@@ -1,0 +1,100 @@
+"""Resuming a stored 500-item conversation: ``RealtimeSession.resume(store, id)`` then
+``connect()`` — the load from the store, the connection to the local server on loopback, the
+agent's ``session.update``, the replay of the 500 items and the server's acknowledgement of
+every one — on SQLite and on PostgreSQL (a throwaway local cluster, as in tests/store). The
+peer in the same run: ``connect()`` of a new session with the same store (no replay).
+
+    pytest benches/test_bench_resume.py --benchmark-only --benchmark-group-by=group \
+        --benchmark-columns=median,iqr,rounds
+
+Each round opens a new session and closes it after ``connect()`` returned (the close is
+timed too: it is the same for both).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests package (fixtures)
+
+from benches.test_bench_store import conversation
+from tests.store.conftest import Backend, pg_cluster  # noqa: F401
+
+from voxwire.asyncio import RealtimeSession
+from voxwire.server import Pacing, RealtimeServer
+from voxwire.store import PutItem
+
+MANUAL = {"output_modalities": ["text"], "audio": {"input": {"turn_detection": None}}}
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+
+
+@pytest.fixture
+def server(loop: asyncio.AbstractEventLoop) -> Iterator[RealtimeServer]:
+    server = RealtimeServer(pacing=Pacing(audio_pace=0, text_tokens_per_s=0), tts=None)
+    loop.run_until_complete(server.__aenter__())
+    yield server
+    loop.run_until_complete(server.__aexit__(None, None, None))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(
+    request: pytest.FixtureRequest, tmp_path: Path, loop: asyncio.AbstractEventLoop
+) -> Iterator[Any]:
+    if request.param == "sqlite":
+        backend = Backend("sqlite", str(tmp_path / "bench.db"))
+    else:
+        conninfo = request.getfixturevalue("pg_cluster")
+        backend = Backend("postgres", conninfo, schema=f"b_{uuid.uuid4().hex[:12]}")
+    opened = loop.run_until_complete(backend.open())
+    loop.run_until_complete(opened.create("bench"))
+    items = conversation(500)
+    loop.run_until_complete(opened.apply("bench", [PutItem(item=item) for item in items]))
+    yield opened
+    loop.run_until_complete(opened.close())
+
+
+def test_resume_500_items(
+    benchmark: Any, store: Any, server: RealtimeServer, loop: asyncio.AbstractEventLoop
+) -> None:
+    benchmark.group = "session: resume a 500-item conversation (load, connect, replay, acks)"
+
+    async def resume() -> int:
+        session = RealtimeSession.resume(store, "bench", url=server.url(), config=MANUAL)
+        async with session:
+            return len(session.history)
+
+    restored = benchmark.pedantic(
+        lambda: loop.run_until_complete(resume()), rounds=15, iterations=1, warmup_rounds=1
+    )
+    assert restored == 500
+
+
+def test_connect_new_conversation(
+    benchmark: Any, store: Any, server: RealtimeServer, loop: asyncio.AbstractEventLoop
+) -> None:
+    benchmark.group = "session: resume a 500-item conversation (load, connect, replay, acks)"
+
+    async def connect() -> int:
+        session = RealtimeSession(url=server.url(), config=MANUAL, store=store)
+        async with session:
+            return len(session.history)
+
+    assert (
+        benchmark.pedantic(
+            lambda: loop.run_until_complete(connect()), rounds=15, iterations=1, warmup_rounds=1
+        )
+        == 0
+    )
