@@ -24,6 +24,7 @@ import msgspec
 from voxwire.agents import RealtimeAgent
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.metrics import InterruptionMetrics, Metrics, TranscriptionMetrics
+from voxwire.asyncio.speech import SpeechHandle
 
 __all__ = ["Console", "plain"]
 
@@ -48,9 +49,11 @@ _QUIET: frozenset[str] = frozenset(
 
 def plain(value: Any) -> Any:
     """``value`` as JSON-ready data: dataclasses and msgspec structs as objects, agents by name,
-    exceptions as their message, bytes by length."""
+    speech handles by id, exceptions as their message, bytes by length."""
     if isinstance(value, RealtimeAgent):
         return value.name
+    if isinstance(value, SpeechHandle):
+        return value.id
     if isinstance(value, BaseException):
         return f"{type(value).__name__}: {value}"
     if isinstance(value, bytes | bytearray | memoryview):
