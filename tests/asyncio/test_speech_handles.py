@@ -74,6 +74,26 @@ def test_responses_the_session_asked_for_itself_are_not_user_initiated() -> None
     run(body())
 
 
+def test_send_message_returns_the_handle_of_the_response_it_asks_for() -> None:
+    async def body() -> None:
+        async with serving() as server, RealtimeSession(url=server.url(), config=MANUAL) as session:
+            assert await session.send_message("hello", trigger_response=False) is None
+            handle = await session.send_message("hello again")
+            assert handle is not None
+            events = await settle(session)
+            (created,) = speech_created(events)
+            assert (created.handle, created.user_initiated) == (handle, True)
+            await handle
+            assert (handle.source, handle.status) == ("response", "completed")
+            # A raw response.create is the application's too, but untracked: not user-initiated.
+            await session.send_raw({"type": "response.create"})
+            (raw,) = speech_created(await settle(session))
+            assert raw.handle is not None
+            assert (raw.user_initiated, raw.handle.user_initiated) == (False, False)
+
+    run(body())
+
+
 def test_a_request_the_server_refuses_ends_its_handle_with_the_error() -> None:
     async def body() -> None:
         async with serving() as server, RealtimeSession(url=server.url(), config=MANUAL) as session:

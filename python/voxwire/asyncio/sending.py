@@ -127,11 +127,13 @@ class SessionSending:
         message: str | list[ContentPart] | tuple[ContentPart, ...] | Item,
         *,
         trigger_response: bool = True,
-    ) -> None:
+    ) -> SpeechHandle | None:
         """Add a user message (text, content parts, or any item) and, by default, ask for a
         response. The request waits while a response is in progress and coalesces with other
         waiting requests: the session never causes ``conversation_already_has_active_response``.
         While the agent has input guardrails, the response is asked for once they passed.
+        Returns the response's :class:`~voxwire.asyncio.SpeechHandle` when one was asked for
+        here (``None``: no response asked for, or input guardrails hold the message).
         """
         self._require_open()
         if isinstance(message, str):
@@ -141,9 +143,11 @@ class SessionSending:
         else:
             item = message
         created = self._protocol.send_item_create(item)
+        handle = None
         if trigger_response and not self._input_guardrails.hold_message(created.item):
-            self._request_response(None, "response")
+            handle = self._tagged_request(None, "response")
         await self._pump.flush()
+        return handle
 
     async def add_image(
         self,
@@ -151,7 +155,7 @@ class SessionSending:
         *,
         detail: Literal["auto", "low", "high"] | None = None,
         trigger_response: bool = True,
-    ) -> None:
+    ) -> SpeechHandle | None:
         """Add a user message holding one image — PNG, JPEG, WebP or GIF bytes (the type is read
         from them), or a ``data:image/...;base64,`` URL — and, by default, ask for a response
         (gated like :meth:`send_message`). Raises :class:`ConfigurationError` at once for
@@ -159,7 +163,7 @@ class SessionSending:
         :data:`~voxwire.asyncio.images.MAX_IMAGE_BYTES`."""
         self._require_open()
         part = InputImage(image_url=image_data_url(image), detail=detail)
-        await self.send_message([part], trigger_response=trigger_response)
+        return await self.send_message([part], trigger_response=trigger_response)
 
     async def create_response(self, **params: Any) -> SpeechHandle:
         """Ask for a response (manual turn control), with per-response overrides — the fields
@@ -194,14 +198,21 @@ class SessionSending:
     async def _speak(
         self, params: ResponseCreateParams | None, source: ev.SpeechSource
     ) -> SpeechHandle:
-        """A gated ``response.create`` tagged with a new speech handle's id."""
+        handle = self._tagged_request(params, source)
+        await self._pump.flush()
+        return handle
+
+    def _tagged_request(
+        self, params: ResponseCreateParams | None, source: ev.SpeechSource
+    ) -> SpeechHandle:
+        """A gated ``response.create`` the application asked for, tagged with a new speech
+        handle's id (the response that answers it is ``user_initiated``)."""
         handle = self._speech.request(source)
         try:
             self._protocol.send_response_create(params, source=source, tags=(handle.id,))
         except BaseException:
             self._speech.forget(handle)
             raise
-        await self._pump.flush()
         return handle
 
     async def cancel_response(self) -> None:

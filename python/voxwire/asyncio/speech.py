@@ -1,8 +1,9 @@
 """Speech handles: what the application holds of one response it (or the server) started.
 
-``say()`` and ``create_response()`` return a :class:`SpeechHandle` at once; every conversation
-response has one, carried by its ``speech_created`` event (responses server VAD started, and the
-follow-ups the session asks for after tools, too — those with ``user_initiated=False``). Await
+``say()``, ``create_response()`` and ``send_message()`` return a :class:`SpeechHandle` at once;
+every conversation response has one, carried by its ``speech_created`` event (responses server
+VAD started, the follow-ups the session asks for after tools or guardrails, the answer input
+guardrails let through, a raw ``response.create`` — those with ``user_initiated=False``). Await
 the handle (or :meth:`SpeechHandle.wait_for_playout`) to learn when the speech is over:
 
 * with an audio output attached, once its response is done and every part of its audio has
@@ -47,11 +48,8 @@ class SpeechHandle:
         source: ResponseSource,
         *,
         user_initiated: bool,
-        tagged: bool = False,
     ) -> None:
         self.id = speech_id
-        #: The request carried the id as its tag (``say()``, ``create_response()``).
-        self.tagged = tagged
         self.source: ResponseSource = source
         self.user_initiated = user_initiated
         self.response_id: str | None = None

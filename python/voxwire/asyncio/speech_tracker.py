@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.speech import SpeechHandle
@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from voxwire.asyncio.playback import PlaybackMonitor
 
 __all__ = ["SpeechTracker"]
-
-_APPLICATION_SOURCES: Final = frozenset({"response", "say"})
 
 
 @dataclass(frozen=True)
@@ -48,9 +46,10 @@ class SpeechTracker:
         self._bound: dict[str, list[SpeechHandle]] = {}  # response_id -> handles
 
     def request(self, source: ev.SpeechSource) -> SpeechHandle:
-        """A handle for a request the application makes now; its id is the request's tag."""
+        """A handle for a request the application makes now (``user_initiated``); its id is
+        the request's tag."""
         speech_id = f"speech_{next(self._count)}"
-        handle = SpeechHandle(speech_id, source, user_initiated=True, tagged=True)
+        handle = SpeechHandle(speech_id, source, user_initiated=True)
         self._requested[handle.id] = handle
         return handle
 
@@ -88,12 +87,13 @@ class SpeechTracker:
         if record is None:
             return
         handles = [self._requested.pop(tag) for tag in record.tags if tag in self._requested]
-        # The application asked for it (a message, create_response, say, a raw create) — not
-        # server VAD (no source), nor the session after tools or a guardrail trip.
-        asked = record.source in _APPLICATION_SOURCES
+        # The application asked for it (say, create_response, send_message): its request
+        # carried a handle's tag. Not server VAD, the session's follow-ups, nor the answer
+        # input guardrails give a spoken turn.
+        asked = any(handle.user_initiated for handle in handles)
         if not handles and not record.out_of_band:
             speech_id = f"speech_{next(self._count)}"
-            handles = [SpeechHandle(speech_id, record.source or "response", user_initiated=asked)]
+            handles = [SpeechHandle(speech_id, record.source or "response", user_initiated=False)]
         for handle in handles:
             handle.response_id = record.id
         if handles:
@@ -117,7 +117,7 @@ class SpeechTracker:
             return
         settled = []
         for handle in handles:
-            if handle.tagged and handle.id not in record.tags:
+            if handle.user_initiated and handle.id not in record.tags:
                 # Server VAD won the race: the request is asked for again, the handle follows.
                 handle.response_id = None
                 self._requested[handle.id] = handle
