@@ -240,6 +240,8 @@ def test_a_spoken_turn_is_answered_only_after_its_transcript_passed() -> None:
             events = await settled(session)
             assert CHECKED == ["what is the weather like"]
             assert [e.source for e in of_type(events, SpeechCreatedEvent)] == ["response"]
+            # The session answers the turn in the server's stead: not the application's request.
+            assert [e.user_initiated for e in of_type(events, SpeechCreatedEvent)] == [False]
             assert assistant_texts(session) == ["You said: what is the weather like"]
             await speak(session)
             events = await settled(session)
