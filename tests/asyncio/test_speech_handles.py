@@ -143,6 +143,21 @@ def test_with_an_audio_output_the_handle_waits_until_the_device_played_it() -> N
     run(body())
 
 
+def test_a_handle_waiting_for_the_device_when_the_session_closes_ends_then() -> None:
+    async def body() -> None:
+        _, clock = device(60)
+        async with speaking(clock) as session:
+            handle = await session.say("Hello there, how are you?")
+            await until(session, "response_done")
+            assert not handle.done()  # nobody pops the ring: the device never plays it
+        await asyncio.wait_for(handle.wait_for_playout(), 5)
+        assert (handle.status, handle.interrupted) == ("completed", True)
+        assert handle.error is not None
+        assert "closed" in handle.error
+
+    run(body())
+
+
 def test_an_interruption_after_the_response_is_done_ends_the_handle_with_what_was_heard() -> None:
     async def body() -> None:
         ring, clock = device(60)

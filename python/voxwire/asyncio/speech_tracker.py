@@ -44,6 +44,7 @@ class SpeechTracker:
         self._count = itertools.count(1)
         self._requested: dict[str, SpeechHandle] = {}  # tag -> handle, not bound yet
         self._bound: dict[str, list[SpeechHandle]] = {}  # response_id -> handles
+        self._playing: list[SpeechHandle] = []  # response done, audio still in the clock
 
     def request(self, source: ev.SpeechSource) -> SpeechHandle:
         """A handle for a request the application makes now (``user_initiated``); its id is
@@ -71,10 +72,11 @@ class SpeechTracker:
 
     def close(self, reason: str) -> None:
         """The session is over: every handle not done yet ends with ``error`` = ``reason``."""
-        pending = list(self._requested.values())
+        pending = list(self._requested.values()) + self._playing
         pending += [h for handles in self._bound.values() for h in handles]
         self._requested.clear()
         self._bound.clear()
+        self._playing.clear()
         for handle in pending:
             if not handle.done():
                 handle.error = reason
@@ -134,6 +136,7 @@ class SpeechTracker:
             self._settle(settled, segments)
         else:
             keys = tuple(s.key for s in segments)
+            self._playing += settled
             self._playback.watch_played_out(keys, lambda: self._settle(settled, segments))
 
     def _settle(self, handles: list[SpeechHandle], segments: list[_Segment]) -> None:
@@ -158,6 +161,8 @@ class SpeechTracker:
                 heard, cut = 0, True
             played = (played or 0) + min(heard, segment.received_ms)
         for handle in handles:
+            if handle in self._playing:
+                self._playing.remove(handle)
             handle.played_ms = played
             handle.interrupted = cut or handle.status == "cancelled"
             handle.settle()
