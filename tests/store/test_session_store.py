@@ -20,13 +20,15 @@ from voxwire.server import Scenario
 from voxwire.store import SessionSnapshot, SQLiteStore
 
 
-def test_the_store_holds_the_conversation_as_the_session_does(backend: Backend) -> None:
+def test_the_store_holds_the_conversation_as_the_session_does(
+    backend: Backend, tmp_path: Path
+) -> None:
     async def body() -> None:
         store = await backend.open()
         async with (
             serving(scenario=SCENARIO) as server,
             RealtimeSession(
-                agents(Path("."), gate=False), url=server.url(), config=MANUAL, store=store
+                agents(tmp_path, gate=False), url=server.url(), config=MANUAL, store=store
             ) as session,
         ):
             await ask(session, "what is the weather")
