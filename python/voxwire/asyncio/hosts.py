@@ -229,12 +229,8 @@ class InputHost:
         return self._session._state is SessionState.OPEN
 
     def send_frames(self, frames: list[bytes]) -> None:
-        session = self._session
-        if session._muted:
-            session._muted_bytes += sum(map(len, frames))
-            return
         for frame in frames:
-            session._protocol.send_input_audio(frame)
+            self._session._append_audio(frame)
 
     def protocol(self) -> RealtimeProtocol:
         return self._session._protocol

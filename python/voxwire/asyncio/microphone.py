@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from voxwire.asyncio import events as ev
 from voxwire.asyncio.errors import SessionClosed
+from voxwire.audio._pcm import format_rate_hz
 from voxwire.audio.bargein import BargeInDetector
 from voxwire.audio.input import AudioInput
 from voxwire.exceptions import ConfigurationError
@@ -127,7 +128,6 @@ class Microphone:
         self._host = host
         self._frame_ms = frame_ms
         self._barge_in = barge_in
-        self._detector: BargeInDetector | None = None
         self._pipeline: AudioInput | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flushing: asyncio.Task[None] | None = None
@@ -175,7 +175,7 @@ class Microphone:
     def _detector_for(self, format: str) -> BargeInDetector | None:
         if self._barge_in is False:
             return None
-        rate = 8_000 if format in ("audio/pcmu", "audio/pcma") else 24_000
+        rate = format_rate_hz(format)
         if isinstance(self._barge_in, BargeInDetector):
             if self._barge_in.rate_hz != rate:
                 raise ConfigurationError(
@@ -183,11 +183,8 @@ class Microphone:
                     f"session's input format {format} is {rate} Hz: make it with "
                     f"BargeInDetector(rate_hz={rate}), or pass local_barge_in=True"
                 )
-            detector = self._barge_in
-        else:
-            detector = BargeInDetector(rate)
-        self._detector = detector
-        return detector
+            return self._barge_in
+        return BargeInDetector(rate)
 
     # --- on the source's thread -------------------------------------------------------------------
 

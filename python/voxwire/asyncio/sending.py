@@ -95,15 +95,19 @@ class SessionSending:
             audio_bytes(pcm)  # still checked: bad input is the caller's mistake either way
             return
         self._require_open()
-        data = audio_bytes(pcm)
-        if self._muted:
-            self._muted_bytes += len(data)
-        elif data:
-            self._protocol.send_input_audio(data)
+        self._append_audio(audio_bytes(pcm))
         if commit:
             self._protocol.send_input_audio_commit()
             self._metrics.committed()
         await self._pump.flush()
+
+    def _append_audio(self, data: bytes) -> None:
+        """Into the input buffer, or counted and dropped while muted (``send_audio`` and the
+        session's microphone)."""
+        if self._muted:
+            self._muted_bytes += len(data)
+        elif data:
+            self._protocol.send_input_audio(data)
 
     async def commit_audio(self) -> None:
         """Turn the input buffer into a user item (needed when turn detection is off)."""
