@@ -437,12 +437,13 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
     async def _shutdown(self, default: ev.CloseEvent) -> None:
         """Release everything, in order; safe to run again (each step is idempotent)."""
         try:
-            # Tool calls and guardrail checks first: they may be sending.
-            await self._background.aclose()
+            # Receiving stops first: an event that arrives while the tasks below wind down
+            # would start work the closing session refuses (and report that as an error).
             task = self._receive_task
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
                 await asyncio.wait([task])
+            await self._background.aclose()  # tool calls and guardrail checks: cancelled
             await self._stop_watching()
             if self._pump.transport is not None:
                 try:
