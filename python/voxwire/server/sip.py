@@ -114,6 +114,7 @@ class SipTrunk:
         self.webhooks_sent: list[tuple[dict[str, str], bytes]] = []
         self._listener: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
         self._ids = itertools.count(1)
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -127,8 +128,9 @@ class SipTrunk:
             self._listener.close()
         for call in self.calls.values():
             await self._hang_up_line(call)
-        for task in list(self._handlers):
-            task.cancel()
+        # Closing the connections ends their handlers (a read sees the end of the stream).
+        for writer in self._writers:
+            writer.close()
         await asyncio.gather(*self._handlers, return_exceptions=True)
         if self._listener is not None:
             await self._listener.wait_closed()
@@ -259,12 +261,14 @@ class SipTrunk:
         task = asyncio.current_task()
         assert task is not None
         self._handlers.add(task)
+        self._writers.add(writer)
         try:
             await self._serve_requests(reader, writer)
         except (ConnectionError, asyncio.TimeoutError, h11.RemoteProtocolError):
             pass
         finally:
             self._handlers.discard(task)
+            self._writers.discard(writer)
             writer.close()
 
     async def _serve_requests(
