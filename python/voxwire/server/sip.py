@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 import h11
 from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
 
 from voxwire.protocol.sip import sign_webhook
 from voxwire.server.connection import ConnectionSettings, RealtimeConnection
@@ -79,6 +80,16 @@ class PhoneCall:
         """Wait until the call is accepted or rejected; its state then."""
         await asyncio.wait_for(self._settled.wait(), timeout_s)
         return self.call.state
+
+    async def caller_finished(self, timeout_s: float = _TIMEOUT_S) -> None:
+        """Wait until the caller's script has played (it starts when a websocket attaches)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not self._tasks:
+            if loop.time() > deadline:
+                raise asyncio.TimeoutError("no websocket attached to the call")
+            await asyncio.sleep(0.01)
+        await asyncio.wait_for(asyncio.gather(*self._tasks), max(0.0, deadline - loop.time()))
 
     async def ended(self, timeout_s: float = _TIMEOUT_S) -> str:
         """Wait until the call is rejected, referred or hung up; its state then."""
@@ -242,8 +253,12 @@ class SipTrunk:
         return connection
 
     async def _play(self, phone: PhoneCall, connection: RealtimeConnection) -> None:
-        with contextlib.suppress(Exception):
+        try:
             await phone.line.play_caller(connection)
+        except ConnectionClosed:
+            pass  # the application left the call: the caller has no one to talk to
+        except Exception:
+            log.exception("the caller of call %s failed", phone.call_id)
 
     async def _hang_up_line(self, phone: PhoneCall) -> None:
         for task in phone._tasks:
