@@ -4,6 +4,7 @@ the terminator, max_digits or a timeout (overall, or between keys)."""
 from __future__ import annotations
 
 import asyncio
+import types
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -33,6 +34,8 @@ def test_every_form_of_the_event_gives_its_key() -> None:
     assert dtmf_key({"type": "input_audio_buffer.dtmf_event_received", "event": 5}) is None
     assert dtmf_key({"type": "session.created"}) is None
     assert dtmf_key("5") is None
+    # The session-level event the session is to hand out (type "dtmf", the key as .key).
+    assert dtmf_key(types.SimpleNamespace(type="dtmf", key="#")) == "#"
 
 
 def test_the_terminator_ends_and_is_not_a_digit() -> None:

@@ -51,6 +51,8 @@ def dtmf_key(event: object) -> str | None:
         isinstance(event, Mapping) and event.get("type") == "input_audio_buffer.dtmf_event_received"
     ):
         key = event.get("event")
+    elif getattr(event, "type", None) == "dtmf":  # a session-level event: type "dtmf", .key
+        key = getattr(event, "key", None)
     else:
         return None
     return key.upper() if isinstance(key, str) and key.upper() in KEYS else None
