@@ -125,3 +125,18 @@ def test_fuzz_the_rest_core_never_raises(
         assert answer.body is not None
         assert set(answer.body["error"]) == {"message", "type", "code", "param"}
         json.dumps(answer.body)
+
+
+def test_an_unreachable_webhook_says_so() -> None:
+    async def body() -> None:
+        async with RealtimeServer(pacing=FAST, tts=None, transcriber=None) as server:
+            trunk = SipTrunk(server, webhook_url="http://127.0.0.1:9/hook", secret=SECRET)
+            async with trunk:
+                with pytest.raises(ConnectionError, match="cannot be reached"):
+                    await trunk.call()
+            with pytest.raises(ValueError, match="http://"):
+                SipTrunk(server, webhook_url="https://example.com/", secret=SECRET)
+            with pytest.raises(ConfigurationError, match="whsec_"):
+                SipTrunk(server, webhook_url="http://127.0.0.1:9/", secret="plain")
+
+    asyncio.run(body())

@@ -200,7 +200,13 @@ class SipTrunk:
         )
         self.webhooks_sent.append((headers, body))
         parts = urlsplit(self._webhook_url)
-        reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+        try:
+            reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+        except OSError as exc:
+            raise ConnectionError(
+                f"the webhook URL {self._webhook_url} cannot be reached ({exc}): is the "
+                "application serving it?"
+            ) from exc
         try:
             conn = h11.Connection(h11.CLIENT)
             request = h11.Request(
