@@ -71,6 +71,7 @@ class RealtimeConnection:
         self._ws = ws
         # A SIP call's phone line takes the audio deltas (they go to the phone, not the socket).
         self._outbound = outbound
+        self._feeding = asyncio.Lock()
         self._settings = settings
         self._ids = ServerIds(settings.ids_seed)
         self._started = time.monotonic()
@@ -106,7 +107,12 @@ class RealtimeConnection:
             await self._faults.arm(faults)
 
     async def feed(self, frame: str | bytes) -> None:
-        """Handle ``frame`` as if the client had sent it (a SIP call's caller audio)."""
+        """Handle ``frame`` as if the client had sent it (a SIP call's caller audio). One frame's
+        answers go out together: the client's frames and the caller's do not interleave."""
+        async with self._feeding:
+            await self._carry_out(frame)
+
+    async def _carry_out(self, frame: str | bytes) -> None:
         for step in self.session.handle(frame):
             if isinstance(step, StartResponse):
                 rejected = None if step.from_vad else self._faults.take_rejection()
