@@ -48,6 +48,12 @@ RULES: dict[str, dict[str, set[str]]] = {
         # No clocks, randomness, threads or I/O: they come in as arguments (sans-I/O).
         "no_stdlib": NO_IO | {"random", "secrets", "uuid"},
     },
+    # The GPT-Live core: as pure as protocol/, whose codec, ids and error events it shares.
+    "live": {
+        "voxwire": {"voxwire.live", "voxwire.protocol", "voxwire.exceptions"},
+        "third_party": {"msgspec"},
+        "no_stdlib": NO_IO | {"random", "secrets", "uuid"},
+    },
     "audio": {
         "voxwire": {"voxwire._core", "voxwire.audio", "voxwire.exceptions"},
         "third_party": {"numpy", "sounddevice", "webrtcvad"},  # webrtcvad: local barge-in
