@@ -91,6 +91,7 @@ RULES: dict[str, dict[str, set[str]]] = {
     "server": {
         "voxwire": {
             "voxwire.server",
+            "voxwire.live",
             "voxwire.protocol",
             "voxwire.audio",
             "voxwire._core",
@@ -113,7 +114,12 @@ RULES: dict[str, dict[str, set[str]]] = {
     },
     # The server's pure core: no engine, no pump, no I/O (ids may draw from a seeded random).
     "server/core": {
-        "voxwire": {"voxwire.server.core", "voxwire.protocol", "voxwire.exceptions"},
+        "voxwire": {
+            "voxwire.server.core",
+            "voxwire.live",
+            "voxwire.protocol",
+            "voxwire.exceptions",
+        },
         "third_party": {"msgspec"},
         "no_stdlib": NO_IO,
     },

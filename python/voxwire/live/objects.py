@@ -158,7 +158,7 @@ class LiveSessionResource(LiveSessionConfig, frozen=True, kw_only=True):
 
     id: str
     expires_at: int
-    status: str = "active"
+    status: str  # always "active" in the reference, also in session.closed's snapshot
 
 
 class DelegationInfo(_Object, frozen=True, kw_only=True):
