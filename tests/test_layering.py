@@ -68,6 +68,7 @@ RULES: dict[str, dict[str, set[str]]] = {
         "voxwire": {
             "voxwire.asyncio",
             "voxwire.agents",
+            "voxwire.live",
             "voxwire.protocol",
             "voxwire.audio",
             "voxwire._core",
@@ -250,6 +251,8 @@ ASYNCIO_ROOMS: dict[str, set[str]] = {
     "audio": {"events", "observability"},
     "agents": {"events", "observability"},
     "persistence": {"events", "agents"},
+    # GPT-Live sessions: reuse the tool machinery, the events and the audio output.
+    "live": {"events", "agents", "observability", "audio"},
 }
 
 MAX_FILE_LINES = 600
