@@ -48,6 +48,7 @@ def test_server_event_round_trip(kind: str, as_bytes: bool) -> None:
     assert official.type == kind
     event = decode_server_event(frame.encode() if as_bytes else frame)
     assert type(event) is se.SERVER_EVENT_TYPES[kind]
+    assert event.type == kind
     assert unknown_fields(event) == {}
     again = encode_event(event)  # type: ignore[arg-type]
     assert json.loads(again) == SERVER[kind]
@@ -60,6 +61,7 @@ def test_client_event_round_trip(kind: str) -> None:
     OFFICIAL_CLIENT.validate_json(frame)
     event = decode_client_event(frame)
     assert type(event) is ce.CLIENT_EVENT_TYPES[kind]
+    assert event.type == kind
     again = encode_event(event)  # type: ignore[arg-type]
     assert json.loads(again) == CLIENT[kind]
     OFFICIAL_CLIENT.validate_json(again)

@@ -39,6 +39,11 @@ class _ClientEvent(
 ):
     event_id: str | None = None
 
+    @property
+    def type(self) -> str:
+        """The wire ``type`` (the tag), as the official types have it."""
+        return str(self.__struct_config__.tag)
+
 
 class SessionStart(_ClientEvent, tag="session.start", frozen=True, kw_only=True):
     """The first event of a primary connection: the model and the startup configuration."""

@@ -60,7 +60,10 @@ __all__ = [
 class _ServerEvent(
     Struct, tag_field="type", kw_only=True, frozen=True, dict=True, omit_defaults=True
 ):
-    pass
+    @property
+    def type(self) -> str:
+        """The wire ``type`` (the tag), as the official types have it."""
+        return str(self.__struct_config__.tag)
 
 
 class _Event(_ServerEvent, frozen=True, kw_only=True):
