@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
+import json
+import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,7 +22,10 @@ import pytest
 from openai import AsyncOpenAI
 from openai.types.live import ServerEvent
 from pydantic import TypeAdapter
+from websockets.asyncio.client import connect
 
+from tests.live.mutations import mutate
+from tests.live.samples import CLIENT
 from voxwire.server import RealtimeServer, Scenario
 from voxwire.server.engines.transcribe import WhisperTranscriber
 from voxwire.server.engines.tts import Voice
@@ -223,5 +228,49 @@ def test_session_rules_and_error_shapes() -> None:
             assert (await live.until("error")).error.code == "unsupported"
             await connection.send_raw('{"type": "session.future"}')  # type: ignore[attr-defined]
             assert (await live.until("error")).error.code == "invalid_event"
+
+    run(body())
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_mutated_client_frames_never_close_the_live_connection(seed: int) -> None:
+
+    rng = random.Random(seed)
+    kinds = sorted(k for k in CLIENT if k != "session.close")
+    hostile = [mutate(rng, CLIENT[rng.choice(kinds)]) for _ in range(300)]
+
+    async def body() -> None:
+        async with RealtimeServer(tts=None, transcriber=None, pacing=FAST) as server:
+            async with connect(f"{server.base_url}/live/sessions") as ws:
+                await ws.send(
+                    json.dumps({"type": "session.start", "session": {"model": "gpt-live-1"}})
+                )
+                seen = [OFFICIAL.validate_json(await ws.recv())]
+                for frame in hostile:
+                    await ws.send(frame)
+                await ws.send(
+                    json.dumps(
+                        {
+                            "type": "session.commentary.append",
+                            "content": "Still here.",
+                            "delegation_id": None,
+                        }
+                    )
+                )
+
+                async def until_spoken() -> None:
+                    while True:
+                        event = OFFICIAL.validate_json(await ws.recv())
+                        seen.append(event)
+                        if (
+                            event.type == "session.output_transcript.delta"
+                            and event.delta == "Still here."
+                        ):
+                            return
+
+                await asyncio.wait_for(until_spoken(), 30)
+            errors = [e for e in seen if e.type == "error"]
+            assert errors
+            assert all(e.error.type == "invalid_request_error" for e in errors)
 
     run(body())
