@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import itertools
 import json
 import random
@@ -26,7 +27,7 @@ from websockets.asyncio.client import connect
 
 from tests.live.mutations import mutate
 from tests.live.samples import CLIENT
-from voxwire.server import RealtimeServer, Scenario
+from voxwire.server import Pacing, RealtimeServer, Scenario
 from voxwire.server.engines.transcribe import WhisperTranscriber
 from voxwire.server.engines.tts import Voice
 
@@ -101,7 +102,8 @@ async def _speak(connection: Any, audio: bytes) -> None:
 @asynccontextmanager
 async def live_connection(**server_options: Any) -> AsyncIterator[Any]:
     """A local server and the official client's Live connection to it (a dummy key)."""
-    async with RealtimeServer(pacing=FAST, **server_options) as server:
+    server_options.setdefault("pacing", FAST)
+    async with RealtimeServer(**server_options) as server:
         http = server.base_url.replace("ws://", "http://")
         client = AsyncOpenAI(api_key="sk-dummy", base_url=http, websocket_base_url=server.base_url)
         async with client.live.connect() as connection:
@@ -272,5 +274,34 @@ def test_mutated_client_frames_never_close_the_live_connection(seed: int) -> Non
             errors = [e for e in seen if e.type == "error"]
             assert errors
             assert all(e.error.type == "invalid_request_error" for e in errors)
+
+    run(body())
+
+
+@needs_whisper
+def test_the_model_stops_when_the_user_speaks_over_it() -> None:
+    question = _question()
+    words = "One two three four five six seven eight nine ten eleven twelve thirteen fourteen."
+
+    async def body() -> None:
+        async with live_connection(
+            scenario=SCENARIO, tts="hibari", pacing=Pacing(audio_pace=1.0)
+        ) as connection:
+            live = Listener(connection)
+            await connection.session.start(
+                session={"model": "gpt-live-1", "delegation": {"type": "client"}}
+            )
+            await live.until("session.started")
+            await connection.session.commentary.append(content=words, delegation_id=None)
+            while "two" not in live.text("session.output_transcript.delta"):
+                await live.until("session.output_transcript.delta")  # the model is speaking ...
+            await _speak(connection, question)  # ... and the user talks over it
+            await live.until("session.input_transcript.delta")
+            with contextlib.suppress(TimeoutError):  # long enough for the whole line to end
+                await live.until("no such event", timeout_s=5.0)
+            cut = live.text("session.output_transcript.delta")
+            assert cut.startswith("One")
+            assert "fourteen" not in cut  # the line was cut ...
+            assert cut.endswith("Let me check.")  # ... and the model answered the user
 
     run(body())

@@ -14,8 +14,10 @@ asks the responder again (its ``after_tool`` rules) and the Live model speaks th
 client delegation the application answers with ``session.commentary.append``, which is spoken.
 The rule's ``say`` beside a ``call`` is spoken first, as the model's acknowledgement.
 
-Not emulated: interruption of the model's speech (audio goes out as fast as it is made, so
-there is nothing left to interrupt), Decisions, forks, sideband and WebRTC.
+Speech goes out paced by the server's :class:`~voxwire.server.responses.Pacing`
+(``audio_pace``: multiple of real time; 0 sends at once). Full duplex: the user's speech
+starting while the model speaks stops it — the model hears the interruption — and the words it
+did not get to are never sent. Not emulated: Decisions, forks, sideband and WebRTC.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ class LiveConnection:
         self._speech_start_ms: int | None = None
         self._output_ms = 0
         self._send_lock = asyncio.Lock()
+        self._voice_lock = asyncio.Lock()  # one utterance at a time
+        self._barge_ins = 0  # user speech starts so far: a change stops the model's speech
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
 
@@ -141,6 +145,7 @@ class LiveConnection:
         for signal in self._detector.feed(audio, "audio/pcm", start_ms):
             if isinstance(signal, SpeechStarted):
                 self._speech_start_ms = signal.audio_start_ms
+                self._barge_ins += 1
             elif isinstance(signal, SpeechStopped) and self._speech_start_ms is not None:
                 begin, self._speech_start_ms = self._speech_start_ms, None
                 speech = bytes(
@@ -232,24 +237,44 @@ class LiveConnection:
     # --- speaking -------------------------------------------------------------------------------
 
     async def _speak(self, text: str) -> None:
-        start_ms = max(self._output_ms, self._input_ms)
+        """Voice ``text`` after what is already being said, paced by the server's ``Pacing``;
+        when the user starts speaking the model stops (full duplex: it hears the interruption),
+        and the words it did not get to are never sent."""
         voice = self._settings.voice
-        events: list[se.LiveServerEvent] = []
-        if voice is None:
-            end_ms = start_ms + 60 * len(text.split())
-            events.append(self._transcript(text, start_ms, end_ms))
-        else:
+        spoken = None
+        if voice is not None:
             spoken = await voice.speak(text, self._core.voice, 1.0, "audio/pcm")
-            end_ms = start_ms + len(spoken.audio) // BYTES_PER_MS
-            events += _audio_and_words(self, text, spoken.audio, spoken.word_marks, start_ms)
-        self._output_ms = end_ms
-        events.append(
-            se.SessionUsageUpdated(
-                event_id=self._core._ids.event(),
-                usage=self._core.usage(self._now_s()),
+        async with self._voice_lock:
+            start_ms = max(self._output_ms, self._input_ms)
+            if spoken is None:
+                end_ms = start_ms + 60 * len(text.split())
+                timed: list[se.LiveServerEvent] = [self._transcript(text, start_ms, end_ms)]
+            else:
+                timed = _audio_and_words(self, text, spoken.audio, spoken.word_marks, start_ms)
+            self._output_ms = await self._say_paced(timed, start_ms)
+            await self._send(
+                [
+                    se.SessionUsageUpdated(
+                        event_id=self._core._ids.event(),
+                        usage=self._core.usage(self._now_s()),
+                    )
+                ]
             )
-        )
-        await self._send(events)
+
+    async def _say_paced(self, timed: list[se.LiveServerEvent], start_ms: int) -> int:
+        """Send an utterance's events; returns where on the timeline it ended."""
+        heard_from = self._barge_ins
+        end_ms = start_ms
+        for event in timed:
+            if self._barge_ins != heard_from:
+                break  # the user spoke: the rest is not said
+            await self._send([event])
+            if isinstance(event, se.OutputAudioDelta):
+                end_ms = event.end_ms or end_ms
+                await asyncio.sleep(self._settings.pacing.audio_interval_s(_CHUNK_MS))
+            else:
+                end_ms = max(end_ms, getattr(event, "end_ms", end_ms))
+        return end_ms
 
     def _transcript(self, text: str, start_ms: int, end_ms: int) -> se.OutputTranscriptDelta:
         return se.OutputTranscriptDelta(
