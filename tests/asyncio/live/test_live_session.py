@@ -24,7 +24,7 @@ from voxwire.asyncio.live import (
     LiveSession,
     LiveTranscriptEvent,
 )
-from voxwire.audio import AudioOutput
+from voxwire.audio import AudioOutput, MemoryInput
 from voxwire.exceptions import ConfigurationError, ConnectionFailed, SessionClosed
 from voxwire.server import RealtimeServer, Scenario
 from voxwire.server.engines.transcribe import WhisperTranscriber
@@ -288,3 +288,24 @@ def test_approval_is_asked_before_a_delegated_tool_runs() -> None:
             assert ran == ["Paris"]
 
     asyncio.run(body())
+
+
+def test_a_microphone_feeds_the_session() -> None:
+    pcm = np.frombuffer(question(), dtype="<i2").copy()
+    # The Rust pipeline resamples: the source runs at 48 kHz, the session takes 24 kHz.
+    source = MemoryInput(np.repeat(pcm, 2), 48_000, block_ms=40)
+
+    async def body() -> None:
+        async with (
+            local_server() as url,
+            LiveSession(WEATHER_AGENT, url=url, audio_input=source) as session,
+        ):
+            events = await until(session, lambda seen: "Paris." in said(seen))
+            assert "weather" in said(events, "user").lower()
+
+    asyncio.run(body())
+
+
+def test_a_bad_audio_source_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="audio_input"):
+        LiveSession(WEATHER_AGENT, audio_input=object())  # type: ignore[arg-type]

@@ -8,8 +8,9 @@ The same shape as :class:`~voxwire.asyncio.RealtimeSession` where the meaning ca
             ...
 
 What carries over: ``async with`` / ``connect`` / ``close``, ``async for event``,
-``send_audio``, an attached :class:`~voxwire.audio.AudioOutput` (transcripts released as the
-listener hears them), ``history`` (what the user said and what the listener *heard*),
+``send_audio`` and ``audio_input=`` (a microphone or any audio source), an attached
+:class:`~voxwire.audio.AudioOutput` (transcripts released as the listener hears them),
+``history`` (what the user said and what the listener *heard*),
 ``metrics``, function tools with their timeouts, approvals (``approve``/``reject``), tool
 guardrails and ``context``, output guardrails.
 
@@ -38,6 +39,7 @@ import voxwire.asyncio.events as ev
 from voxwire.agents.agent import RealtimeAgent, ResolvedAgent, resolve_agent
 from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio.agents.tool_execution import Approvals, CallExecutor
+from voxwire.asyncio.audio.microphone import AudioSource
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
 from voxwire.asyncio.live.config import DelegationMode, start_config
 from voxwire.asyncio.live.delegation import (
@@ -56,6 +58,7 @@ from voxwire.asyncio.live.events import (
     LiveTranscriptEvent,
     LiveUsageEvent,
 )
+from voxwire.asyncio.live.microphone import LiveMicrophone
 from voxwire.asyncio.live.transcripts import HeardClock, TranscriptRelease
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
@@ -91,6 +94,7 @@ class LiveSession:
         backend_instructions: str | None = None,
         backend: ClientBackend | None = None,
         audio_output: AudioOutput | None = None,
+        audio_input: AudioSource | None = None,
         context: Any = None,
         tool_error_formatter: ToolErrorFormatter | None = None,
         start_timeout_s: float = 15.0,
@@ -113,6 +117,7 @@ class LiveSession:
         self._options = (model, delegation, backend_model, backend_instructions)
         self._backend = backend
         self._output = audio_output
+        self._microphone = LiveMicrophone(audio_input, self) if audio_input is not None else None
         self._context = context
         self._formatter = tool_error_formatter
         self._start_timeout_s = start_timeout_s
@@ -173,6 +178,8 @@ class LiveSession:
         self._tasks.spawn(self._receive(), name="live receive", kind="receive")
         if self._output is not None:
             self._tasks.spawn(self._tick(), name="live transcripts", kind="receive")
+        if self._microphone is not None:
+            self._microphone.start()
 
     def _setup_work(self, resolved: ResolvedAgent) -> None:
         if self._backend is not None:
@@ -203,6 +210,8 @@ class LiveSession:
         if self._closed:
             return
         self._closed = True
+        if self._microphone is not None:
+            await asyncio.to_thread(self._microphone.stop)
         if self._ws is not None and self.protocol.state == "active":
             with contextlib.suppress(ConnectionClosed):
                 self.protocol.send_close()
@@ -291,6 +300,13 @@ class LiveSession:
         async with self._send_lock:
             for frame in self.protocol.data_to_send():
                 await self._ws.send(frame)
+
+    def accepts_audio(self) -> bool:
+        return not self._closed and self.protocol.state == "active"
+
+    def send_frames(self, frames: list[bytes]) -> None:
+        self.protocol.send_input_audio(b"".join(frames))
+        self._tasks.spawn(self.flush(), name="live microphone", kind="audio_input")
 
     def spawn(self, work: Awaitable[None], name: str) -> None:
         async def run() -> None:
