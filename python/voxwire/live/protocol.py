@@ -64,7 +64,6 @@ from voxwire.live.objects import (
     SessionUsage,
 )
 from voxwire.protocol.ids import CounterIds, IdFactory
-from voxwire.protocol.server_events import ProtocolErrorEvent, UnknownServerEvent
 
 __all__ = ["LiveProtocol", "LiveState"]
 
@@ -417,5 +416,3 @@ _HANDLERS: Final[dict[type, _Handler]] = {
     se.DecisionItemDeleted: LiveProtocol._answered,
     se.InfoEvent: LiveProtocol._answered,
 }
-
-_ = (ProtocolErrorEvent, UnknownServerEvent)  # received as they are: no state changes

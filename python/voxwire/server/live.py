@@ -179,7 +179,7 @@ class LiveConnection:
         for index, piece in enumerate(pieces):
             events.append(
                 se.InputTranscriptDelta(
-                    event_id=self._core._ids.event(),
+                    event_id=self._core.event_id(),
                     delta=piece,
                     start_ms=start_ms + index * step,
                     end_ms=start_ms + (index + 1) * step,
@@ -255,7 +255,7 @@ class LiveConnection:
             await self._send(
                 [
                     se.SessionUsageUpdated(
-                        event_id=self._core._ids.event(),
+                        event_id=self._core.event_id(),
                         usage=self._core.usage(self._now_s()),
                     )
                 ]
@@ -278,7 +278,7 @@ class LiveConnection:
 
     def _transcript(self, text: str, start_ms: int, end_ms: int) -> se.OutputTranscriptDelta:
         return se.OutputTranscriptDelta(
-            event_id=self._core._ids.event(),
+            event_id=self._core.event_id(),
             delta=text,
             start_ms=start_ms,
             end_ms=end_ms,

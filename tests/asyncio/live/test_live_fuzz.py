@@ -17,6 +17,8 @@ from tests.live.mutations import mutate
 from tests.live.samples import SERVER, SESSION
 from voxwire.agents import RealtimeAgent
 from voxwire.asyncio.live import LiveSession, LiveTranscriptEvent
+from voxwire.audio import AudioOutput
+from voxwire.exceptions import SessionClosed
 
 FRAMES = 300
 CLEAN = json.dumps(
@@ -68,5 +70,36 @@ def test_mutated_frames_never_kill_a_live_session(seed: int) -> None:
             assert all(e.source in ("protocol", "server", "session") for e in errors)
             assert not [e for e in errors if e.source == "session"]  # ... none broke a part
             assert events[-1].delta == "still alive"
+
+    asyncio.run(body())
+
+
+def test_a_session_the_server_closes_ends_cleanly() -> None:
+    async def peer(ws: ServerConnection) -> None:
+        await ws.recv()
+        await ws.send(json.dumps({**SERVER["session.started"], "session": SESSION}))
+        await ws.send(json.dumps({**SERVER["session.closed"], "reason": "expired"}))
+        async for _ in ws:
+            pass
+
+    async def body() -> None:
+        async with serve(peer, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            session = LiveSession(
+                RealtimeAgent(name="Short"),
+                url=f"ws://127.0.0.1:{port}/v1/live/sessions",
+                audio_output=AudioOutput(),
+            )
+            await session.connect()
+            events = [event async for event in session]
+            assert [e.type for e in events] == ["close"]
+            assert events[0].reason == "server_closed"
+            assert session.protocol.close_reason == "expired"
+            assert session.metrics.usage_seconds == 9.0
+            with pytest.raises(SessionClosed):
+                await session.send_audio(b"\x00\x00")
+            await session.close()  # stops the transcript ticker: nothing is left running
+            left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            assert not [t for t in left if t.get_name().startswith("live")]
 
     asyncio.run(body())

@@ -137,7 +137,8 @@ class LiveSession:
         self._spoken = ""  # the assistant's words of this turn, as generated (for guardrails)
         self._checked = 0
         self._silenced = False  # a guardrail tripped: drop the model's audio until the user speaks
-        self._closed = False
+        self._closed = False  # close() was called
+        self._ended = False  # the event stream has its close event
         self._send_lock = asyncio.Lock()
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -222,6 +223,9 @@ class LiveSession:
         self._finish(ev.CloseEvent(reason="client_closed"))
 
     def _finish(self, event: ev.CloseEvent) -> None:
+        if self._ended:
+            return
+        self._ended = True
         self._events.put_nowait(event)
         self._events.put_nowait(None)
 
@@ -344,9 +348,7 @@ class LiveSession:
         except ConnectionClosed as exc:
             reason = ev.CloseEvent(reason="connection_lost", error=exc)
         self.protocol.connection_lost()
-        if not self._closed:
-            self._closed = True
-            self._finish(reason)
+        self._finish(reason)
 
     async def _tick(self) -> None:
         while True:

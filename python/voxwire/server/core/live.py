@@ -130,6 +130,10 @@ class LiveServerSession:
         tools = backend.tools if backend is not None and backend.tools else []
         return tuple(str(t["name"]) for t in tools if t.get("type") == "function" and "name" in t)
 
+    def event_id(self) -> str:
+        """A fresh server event id (for the events the pump makes)."""
+        return self._ids.event()
+
     def usage(self, now_s: float) -> SessionUsage:
         return SessionUsage(seconds=round(max(0.0, now_s - self._started_s), 3))
 
