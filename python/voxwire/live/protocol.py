@@ -138,8 +138,9 @@ class LiveProtocol:
         return frames
 
     def connection_lost(self) -> list[Delegation]:
-        """The connection is gone: the session is over (a Live session does not outlive its
-        primary connection); returns the delegations it leaves abandoned."""
+        """The connection is gone: the session is over for this core (a new socket does not
+        restore a Live session; going on means a fork of a stored one); returns the
+        delegations it leaves abandoned."""
         self._state = "closed"
         self._pending.clear()
         return self.delegations.abandon_open()
