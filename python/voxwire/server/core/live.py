@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal
+
+import msgspec
 
 from voxwire.live import client_events as ce
 from voxwire.live import server_events as se
@@ -33,6 +35,7 @@ from voxwire.live.objects import (
     AudioFormat,
     AudioOutputConfig,
     DelegationInfo,
+    DelegationTarget,
     LiveErrorInfo,
     LiveSessionConfig,
     LiveSessionResource,
@@ -52,6 +55,7 @@ __all__ = [
 ]
 
 SESSION_LIFETIME_S: Final = 60 * 60
+CloseReason = Literal["close_requested", "expired", "content", "remote_hangup", "connection_lost"]
 DEFAULT_VOICE: Final = "marin"
 DEFAULT_FORMAT: Final = AudioFormat(type="audio/pcm", rate=24000)
 BYTES_PER_MS: Final = 48  # PCM16 at 24 kHz, the one format this server speaks
@@ -87,7 +91,7 @@ class BackendDelegation:
     """A delegation the server made: its owner, and for Responses its calls and outputs."""
 
     id: str
-    target: str
+    target: DelegationTarget
     user_text: str
     response_id: str | None = None
     calls: list[tuple[str, str, str]] = field(default_factory=list)  # (call_id, name, args)
@@ -107,7 +111,7 @@ class LiveServerSession:
         self._started_s = 0.0
 
     @property
-    def target(self) -> str:
+    def target(self) -> DelegationTarget:
         return self.session.delegation_target if self.session is not None else "client"
 
     @property
@@ -209,8 +213,6 @@ class LiveServerSession:
         ]
 
     def _merged(self, update: dict[str, Any]) -> LiveSessionResource | str:
-        import msgspec
-
         assert self.session is not None
         current = msgspec.to_builtins(self.session)
         delegation = update.get("delegation")
@@ -342,14 +344,14 @@ class LiveServerSession:
     # --- what the pump asks ----------------------------------------------------------------
 
     def closed_event(
-        self, reason: str, now_s: float, client_event_id: str | None = None
+        self, reason: CloseReason, now_s: float, client_event_id: str | None = None
     ) -> se.SessionClosed:
         assert self.session is not None
         self.closed = True
         return se.SessionClosed(
             event_id=self._ids.event(),
             client_event_id=client_event_id,
-            reason=reason,  # type: ignore[arg-type]
+            reason=reason,
             session=self.session,
             usage=self.usage(now_s),
         )
@@ -369,7 +371,7 @@ class LiveServerSession:
         self.delegations[delegation.id] = delegation
         info = DelegationInfo(
             id=delegation.id,
-            target=target,  # type: ignore[arg-type]  # the session's delegation_target
+            target=target,
             type="delegation",
             response_id=delegation.response_id,
         )
