@@ -295,6 +295,10 @@ def test_audio_mute_fixture_decisions_usage() -> None:
     live.send_fixture(b"\x00\x00")
     with pytest.raises(InvalidState, match="fixture"):
         live.send_thinking("x")
+    with pytest.raises(InvalidState, match=r"session\.commentary\.append is refused"):
+        live.send_commentary("x")
+    with pytest.raises(InvalidState, match="fixture"):
+        live.send_instructions("x")
     live.receive_text(frame("session.output_audio.fixture.played"))
     live.send_thinking("x")
     fixture = live.send_fixture(b"\x00\x00")

@@ -19,6 +19,7 @@ The rules (h11 style: the transitions are data, below):
   :class:`~voxwire.exceptions.ConfigurationError`, before anything is queued;
 * ``response.item.create`` / ``response.create`` need Responses delegation; a non-null
   ``delegation_id`` on commentary/thinking/instructions must name a client delegation;
+* instructions, thinking and commentary are refused while an audio fixture plays;
 * after ``session.close`` is sent or ``session.closed`` received nothing more may be sent.
 
 ``receive_text`` never raises: a bad frame becomes a
@@ -205,8 +206,6 @@ class LiveProtocol:
 
     def send_thinking(self, content: str, delegation_id: str | None = None) -> str:
         """Queue ``session.thinking.append``: silent context or progress."""
-        if self._fixture_playing:
-            raise InvalidState("session.thinking.append is refused while an audio fixture plays")
         return self._append(ThinkingAppend, "thinking", content, delegation_id)
 
     def send_commentary(self, content: str, delegation_id: str | None = None) -> str:
@@ -290,6 +289,11 @@ class LiveProtocol:
         self._require_active()
         if not isinstance(content, str) or not content:
             raise ConfigurationError(f"{kind} content must be non-empty text")
+        if self._fixture_playing:
+            raise InvalidState(
+                f"session.{kind}.append is refused while an audio fixture plays (API reference): "
+                "send it after session.output_audio.fixture.played"
+            )
         if delegation_id is not None:
             delegation = self.delegations.get(delegation_id)
             if delegation is None or delegation.target != "client":

@@ -255,6 +255,9 @@ def test_close_is_clean() -> None:
             session = LiveSession(WEATHER_AGENT, url=url)
             async with session:
                 await session.add_context("The user is in Paris.")
+                await session.add_context("Welcome back.", spoken=True)
+                events = await until(session, lambda seen: "Welcome back." in said(seen))
+                assert said(events) == "Welcome back."
                 await session.mute()
                 await session.unmute()
             events = [event async for event in session]

@@ -247,11 +247,15 @@ class LiveSession:
         self.protocol.send_input_audio(pcm)
         await self.flush()
 
-    async def add_context(self, text: str) -> None:
-        """Add instructions or context for the rest of the session
-        (``session.instructions.append``; the model is not asked to reply)."""
+    async def add_context(self, text: str, *, spoken: bool = False) -> None:
+        """Add context for the rest of the session: instructions
+        (``session.instructions.append``), or with ``spoken=True`` something the model should
+        tell the user (``session.commentary.append``; in its own words, not verbatim)."""
         self._require_open()
-        self.protocol.send_instructions(text)
+        if spoken:
+            self.protocol.send_commentary(text)
+        else:
+            self.protocol.send_instructions(text)
         await self.flush()
 
     async def mute(self) -> None:
