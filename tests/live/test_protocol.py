@@ -292,7 +292,13 @@ def test_audio_mute_fixture_decisions_usage() -> None:
     live.send_unmute()
     live.receive_text(frame("session.input_audio.unmuted"))
     assert not live.muted
+    with pytest.raises(ConfigurationError, match="at most 30 s"):
+        live.send_fixture(b"\x00" * (30 * 48_000 + 2))
+    with pytest.raises(ConfigurationError, match="whole PCM16 samples"):
+        live.send_fixture(b"\x00\x00\x00")
     live.send_fixture(b"\x00\x00")
+    with pytest.raises(InvalidState, match="only one audio fixture"):
+        live.send_fixture(b"\x00\x00")
     with pytest.raises(InvalidState, match="fixture"):
         live.send_thinking("x")
     with pytest.raises(InvalidState, match=r"session\.commentary\.append is refused"):

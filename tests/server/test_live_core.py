@@ -154,6 +154,8 @@ def test_client_delegation_and_appends() -> None:
         se.OutputAudioFixturePlayed,
     ]
     assert (fixture[1].start_ms, fixture[1].end_ms) == (1000, 1100)
+    odd = core.receive(ce.OutputAudioFixturePlay(audio=b"\x00" * 3), 0.0, 0)
+    assert error_of(odd).param == "audio"
     assert error_of(core.receive(ce.DecisionCreate(event_id="d"), 0.0, 0)).code == "unsupported"
 
 

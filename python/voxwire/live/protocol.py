@@ -72,6 +72,9 @@ __all__ = ["LiveProtocol", "LiveState"]
 #: ``closing``: ``session.close`` sent; ``closed``: ``session.closed`` received or connection lost.
 LiveState = Literal["idle", "starting", "active", "closing", "closed"]
 
+#: ``session.output_audio.fixture.play``: 30 s of mono PCM16 at 24 kHz (API reference).
+MAX_FIXTURE_BYTES: Final = 30 * 24_000 * 2
+
 _START_FIRST: Final = (
     "send session.start first and wait for session.started: a Live connection accepts nothing "
     "before its session has started"
@@ -195,8 +198,18 @@ class LiveProtocol:
         return self._queue(InputAudioUnmute(event_id=self._ids("event")))
 
     def send_fixture(self, audio: bytes) -> str:
-        """Queue ``session.output_audio.fixture.play`` (prerecorded audio for the listener)."""
+        """Queue ``session.output_audio.fixture.play``: prerecorded audio for the listener, raw
+        mono PCM16 at 24 kHz whatever the session's format, at most 30 s, one at a time."""
         self._require_active()
+        if self._fixture_playing:
+            raise InvalidState(
+                "only one audio fixture can be active: wait for session.output_audio.fixture.played"
+            )
+        if len(audio) % 2 or len(audio) > MAX_FIXTURE_BYTES:
+            raise ConfigurationError(
+                f"a fixture is whole PCM16 samples at 24 kHz, at most 30 s "
+                f"({MAX_FIXTURE_BYTES:,} bytes): got {len(audio):,} bytes"
+            )
         self._fixture_playing = True
         return self._queue(OutputAudioFixturePlay(event_id=self._ids("event"), audio=audio))
 

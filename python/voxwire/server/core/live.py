@@ -42,6 +42,7 @@ from voxwire.live.objects import (
     ResponsesDelegation,
     SessionUsage,
 )
+from voxwire.live.protocol import MAX_FIXTURE_BYTES
 from voxwire.protocol.server_events import ProtocolErrorEvent
 from voxwire.server.core.ids import ServerIds
 
@@ -279,6 +280,15 @@ class LiveServerSession:
     def _fixture(
         self, event: ce.OutputAudioFixturePlay, now_s: float, timeline_ms: int
     ) -> list[Out]:
+        if len(event.audio) % 2 or len(event.audio) > MAX_FIXTURE_BYTES:
+            return [
+                self.error(
+                    "invalid_value",
+                    "a fixture is raw mono PCM16 at 24 kHz, at most 30 seconds",
+                    event.event_id,
+                    "audio",
+                )
+            ]
         end_ms = timeline_ms + len(event.audio) // BYTES_PER_MS
         return [
             se.OutputAudioFixturePlaying(
