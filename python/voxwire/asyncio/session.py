@@ -290,7 +290,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
         self._renewer = Renewer(renewal, hosts.RenewHost(self)) if renewal is not None else None
         self._background = OwnedTasks(self._background_failed)
         self._persistence = Persistence(options, emit)
-        self._start = ConversationStart(self._persistence, options.open_timeout_s)
+        self._start = ConversationStart(self._persistence, options.open_timeout_s, self._translator)
         host = hosts.AgentHost(self)
         active = self._switcher.active
         self._tools = ToolRunner(
