@@ -188,6 +188,11 @@ class EventTranslator:
         self._completed.discard(event.item_id)
         self._history_updated(out)
 
+    def _on_dtmf(
+        self, event: se.InputAudioBufferDtmfEventReceived, out: list[ev.SessionEvent]
+    ) -> None:
+        out.append(ev.DtmfEvent(key=event.event, received_at=event.received_at))
+
     def _on_speech_started(
         self, event: se.InputAudioBufferSpeechStarted, out: list[ev.SessionEvent]
     ) -> None:
@@ -360,6 +365,7 @@ _Handler = Callable[[EventTranslator, Any, list[ev.SessionEvent]], None]
 
 #: Wire event type -> handler; other types become no session event (raw excepted).
 _HANDLERS: dict[type, _Handler] = {
+    se.InputAudioBufferDtmfEventReceived: EventTranslator._on_dtmf,
     se.SessionCreated: EventTranslator._on_session,
     se.SessionUpdated: EventTranslator._on_session,
     se.ConversationItemAdded: EventTranslator._on_item_added,
