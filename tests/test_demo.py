@@ -96,6 +96,10 @@ def test_demo_prints_a_readable_transcript(tmp_path: Path) -> None:
     assert "tool      lookup_order(" in text
     assert "handoff   Concierge -> Billing" in text
     assert 'agent:Billing "Billing desk here.' in text
+    # The cut reply: what was heard, then what was not (marked); no temporary file names.
+    (cut_reply,) = [line for line in text.splitlines() if "[not heard: " in line]
+    assert 'agent:Billing "Billing desk here.' in cut_reply
+    assert "user-1.wav" not in text
     (match,) = CUT_LINE.findall(text)
     _, audio_end_ms, heard, first, cut = match
     assert int(heard) == int(cut) - int(first)

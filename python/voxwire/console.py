@@ -26,7 +26,7 @@ from voxwire.asyncio import events as ev
 from voxwire.asyncio.metrics import InterruptionMetrics, Metrics, TranscriptionMetrics
 from voxwire.asyncio.speech import SpeechHandle
 
-__all__ = ["Console", "plain"]
+__all__ = ["Console", "plain", "split_heard"]
 
 # Events a readable transcript leaves out (they repeat what other lines say, or are internal).
 _QUIET: frozenset[str] = frozenset(
@@ -69,6 +69,23 @@ def plain(value: Any) -> Any:
     return value
 
 
+def split_heard(text: str, heard_ms: int, received_ms: int) -> tuple[str, str]:
+    """``text`` split where the listener stopped hearing it: at the word boundary nearest the
+    heard share of the audio received (``heard_ms / received_ms`` of its characters).
+
+    An approximation: it takes the transcript received to span the audio received at an even
+    speaking rate. The cut itself (``audio_end_ms``) is exact; which word it fell in is not.
+    """
+    if received_ms <= 0 or heard_ms <= 0:
+        return "", text.strip()
+    if heard_ms >= received_ms:
+        return text.strip(), ""
+    target = round(len(text) * heard_ms / received_ms)
+    spaces = [i for i, ch in enumerate(text) if ch.isspace()]
+    at = min(spaces, key=lambda i: abs(i - target), default=len(text))
+    return text[:at].strip(), text[at:].strip()
+
+
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.0f} ms"
 
@@ -94,6 +111,8 @@ class Console:
         self.out = out if out is not None else sys.stdout
         self.agent_name = ""
         """The agent speaking now (follows handoffs), for the agent's lines."""
+        self._cuts: dict[str, tuple[int, int]] = {}  # item -> (heard ms, received ms)
+        self._said: dict[str, str] = {}  # item -> its transcript (the latest few)
 
     # -- output ------------------------------------------------------------------------------
 
@@ -144,7 +163,7 @@ class Console:
             return ("user", f'"{event.transcript}"') if event.is_final else None
         if isinstance(event, ev.AssistantTranscriptDoneEvent):
             who = f"agent:{self.agent_name}" if self.agent_name else "agent"
-            return who, f'"{event.transcript}"'
+            return who, self._transcript(event.item_id, event.transcript)
         if isinstance(event, ev.ToolStartEvent):
             return "tool", f"{event.name}({event.arguments}) called by {event.agent.name}"
         if isinstance(event, ev.ToolEndEvent):
@@ -161,7 +180,7 @@ class Console:
         if isinstance(event, ev.ResponseDoneEvent):
             return self._response_done(event)
         if isinstance(event, ev.MetricsCollectedEvent):
-            return "metrics", self._metrics(event.metrics)
+            return "metrics", self._metrics(event.metrics) + self._heard_of(event.metrics)
         if isinstance(event, ev.ErrorEvent):
             return "error", f"({event.source}) {event.message}"
         if isinstance(event, ev.CloseEvent):
@@ -171,6 +190,30 @@ class Console:
         if isinstance(event, ev.ReconnectedEvent):
             return "reconnect", f"reconnected, {event.items_restored} item(s) restored"
         return None
+
+    def _transcript(self, item_id: str, text: str) -> str:
+        """The agent's words, split into heard and not heard when the item was cut."""
+        self._said[item_id] = text
+        while len(self._said) > 16:
+            del self._said[next(iter(self._said))]
+        cut = self._cuts.get(item_id)
+        if cut is None:
+            return f'"{text}"'
+        heard, unheard = split_heard(text, *cut)
+        return f'"{heard}"' + (f'  [not heard: "{unheard}"]' if unheard else "")
+
+    def _heard_of(self, metrics: Metrics) -> str:
+        """After a cut's metrics: what was heard of a transcript already printed in full."""
+        if not isinstance(metrics, InterruptionMetrics):
+            return ""
+        heard_ms = metrics.played_ms or 0
+        self._cuts[metrics.item_id] = (heard_ms, metrics.received_ms)
+        while len(self._cuts) > 16:
+            del self._cuts[next(iter(self._cuts))]
+        said = self._said.get(metrics.item_id)
+        if said is None:
+            return ""
+        return f'; heard about: "{split_heard(said, heard_ms, metrics.received_ms)[0]}"'
 
     @staticmethod
     def _cut(event: ev.AudioInterruptedEvent) -> str:

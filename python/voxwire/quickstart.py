@@ -43,6 +43,12 @@ REPLY = (
     "Hello! I am the local voxwire server. I heard you, and I am answering with no network at all."
 )
 RATE_HZ = 24000
+#: What to do when no voice can speak the user's words (``voxwire quickstart`` and ``demo``; the
+#: server's --no-audio does not help them: their input is speech).
+USER_VOICE_HINT: Final = (
+    "the user's lines are spoken with a local voice, and none is installed: "
+    "pip install 'voxwire[server]' (espeak-ng) or 'voxwire[hibari]'"
+)
 CHUNK_SAMPLES = RATE_HZ // 50
 
 
@@ -76,10 +82,18 @@ def user_utterance(wav: Path | None = None) -> npt.NDArray[np.int16]:
         pcm = to_session_rate(audio.pcm, audio.rate_hz)
     else:
         # Imported here: with --wav and --url the server's voice is not needed at all.
-        from voxwire.server.engines.tts import EspeakEngine
+        from voxwire.server import NoVoiceError
+        from voxwire.server.engines.tts import Voice
 
-        speech = EspeakEngine.shared().synthesize(USER_TEXT, "alloy")
-        pcm = to_session_rate(speech.pcm, speech.rate_hz)
+        try:
+            voice = Voice.load("auto")
+        except NoVoiceError as exc:
+            raise NoVoiceError(f"{USER_VOICE_HINT}, or ask with --wav", exc.reason) from None
+        try:
+            spoken = voice.speak_blocking(USER_TEXT, "alloy", 1.0, "audio/pcm")
+        finally:
+            voice.close()
+        pcm = np.frombuffer(spoken.audio, dtype="<i2").astype(np.int16)
     silence_before = np.zeros(RATE_HZ // 2, np.int16)
     silence_after = np.zeros(RATE_HZ, np.int16)
     return np.concatenate([silence_before, pcm, silence_after])
@@ -133,9 +147,11 @@ async def run_turn(
 
             async def speak() -> None:
                 note(f"streaming {len(audio) / RATE_HZ:.2f} s of user speech in 20 ms chunks")
+                # pace 0: as fast as possible (as the server's Pacing), yielding between chunks.
+                period_s = 0.02 / pace if pace > 0 else 0.0
                 for i in range(0, len(audio), CHUNK_SAMPLES):
                     await session.send_audio(audio[i : i + CHUNK_SAMPLES])
-                    await asyncio.sleep(0.02 / pace)
+                    await asyncio.sleep(period_s)
 
             speaker = asyncio.create_task(speak())
             try:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import ctypes.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.children import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 ASOUNDRC = 'pcm.!default {\n    type plug\n    slave.pcm "null"\n}\n'
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.skipif(
 
 def probe(scenario: str, home: Path) -> dict[str, object]:
     (home / ".asoundrc").write_text(ASOUNDRC)
-    env = dict(os.environ, HOME=str(home), PYTHONPATH=f"{ROOT / 'python'}{os.pathsep}{ROOT}")
+    env = child_env(HOME=str(home))
     done = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "audio" / "device_probe.py"), scenario],
         env=env,
