@@ -19,7 +19,28 @@ import pytest
 from tests.children import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
-ASOUNDRC = 'pcm.!default {\n    type plug\n    slave.pcm "null"\n}\n'
+#: README's recipe ("Audio devices"): playback to the null plugin; capture from /dev/zero through
+#: the file plugin, because the null plugin's capture leaves the buffer unwritten (garbage, NaN
+#: as float32, on Debian 12's alsa-lib 1.2.8).
+ASOUNDRC = """\
+pcm.!default {
+    type asym
+    playback.pcm {
+        type plug
+        slave.pcm "null"
+    }
+    capture.pcm {
+        type plug
+        slave.pcm {
+            type file
+            slave.pcm "null"
+            file "/dev/null"
+            infile "/dev/zero"
+            format "raw"
+        }
+    }
+}
+"""
 
 pytestmark = pytest.mark.skipif(
     ctypes.util.find_library("portaudio") is None,
