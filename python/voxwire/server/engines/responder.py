@@ -46,7 +46,8 @@ matches the output of a handoff call, like ``after_tool``::
 
 ``after_system`` (a regular expression) matches when the conversation ends with a system
 message whose text it finds — e.g. a tool's progress note (``"after_system": "Progress of the
-get_weather"``); other rules see such a turn as before.
+get_weather"``). Other rules see such a turn as before, except that rules calling a tool do not
+apply after a system note unless they have ``after_system``.
 """
 
 from __future__ import annotations
@@ -109,10 +110,16 @@ class Rule:
     after_system: re.Pattern[str] | None = None
 
     def applies(self, turn: Turn) -> bool:
+        note = turn.system_note
         if self.after_system is not None:
-            note = turn.system_note
             if note is None or self.after_system.search(note) is None:
                 return False
+        elif note is not None and self.calls:
+            # After a system note (a tool's progress, a guardrail's feedback) a model goes on
+            # from the note; a rule calling a tool would see the same user text again and call
+            # the same tool once per note, forever (a progress note with respond=True asks for
+            # a response before the tool's result is in).
+            return False
         if self.instructions is not None and not self.instructions.search(turn.instructions):
             return False
         if any(name not in turn.tools for name in self.tools):
