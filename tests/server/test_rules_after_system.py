@@ -8,7 +8,13 @@ import asyncio
 
 from voxwire.agents import RealtimeAgent, function_tool, progress
 from voxwire.asyncio import RealtimeSession
-from voxwire.protocol import InputText, MessageItem
+from voxwire.protocol import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    InputText,
+    MessageItem,
+    OutputText,
+)
 from voxwire.server import CallTool, Pacing, RealtimeServer, RulesResponder, Say, Scenario, Turn
 
 SCENARIO = Scenario.from_mapping(
@@ -79,3 +85,16 @@ def test_the_progress_example_runs_once_against_ordinary_rules() -> None:
     said = asyncio.run(asyncio.wait_for(body(), 20))
     assert said == ["Flights are my thing.", "The best is AF123."]
     assert runs == 1
+
+
+def test_a_reply_between_a_tool_output_and_its_answer_leaves_the_answer_to_after_tool() -> None:
+    """The progress reply was created before the tool's output arrived, so its message comes
+    after the output: the next response still owes the answer to the output."""
+    items = [
+        MessageItem(id="u1", role="user", content=[InputText(text="find a flight")]),
+        FunctionCallItem(id="c1", call_id="call_1", name="search", arguments="{}"),
+        FunctionCallOutputItem(id="o1", call_id="call_1", output='{"best": "AF123"}'),
+        MessageItem(id="a1", role="assistant", content=[OutputText(text="Still searching.")]),
+    ]
+    turn = Turn(items=items, instructions="", tools=["search"], tool_choice="auto")
+    assert RulesResponder(SCENARIO).decide(turn) == [Say("The best is AF123.")]
