@@ -164,3 +164,11 @@ def test_split_heard_cuts_the_transcript_at_the_nearest_word_boundary() -> None:
     assert split_heard(text, 1000, 1000) == (text, "")
     assert split_heard(text, 20, 0) == ("", text)
     assert split_heard("unbroken", 500, 1000) == ("unbroken", "")
+
+
+def test_info_times_each_preset_after_a_warm_up() -> None:
+    """Timed cold, the first preset paid for page faults and the CPU's clock ramping up (fast
+    looked slower than hq); the figures' order is not asserted: timing is for benches/."""
+    p = voxwire("info")
+    assert p.returncode == 0, p.stderr
+    assert "(best of 3, after a warm-up)" in p.stdout

@@ -98,3 +98,8 @@ def test_only_readme_lists_what_is_built(page: Path) -> None:
     assert not lists, f"{page.name}: a 'not done' list {lists}; README's 'Not built yet' has it"
     counts = _TEST_COUNT.findall(text)
     assert not counts, f"{page.name}: test counts {counts} go stale; name the files instead"
+
+
+def test_readme_gives_the_alsa_recipe_the_device_tests_use() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"```\n{ASOUNDRC}```" in readme

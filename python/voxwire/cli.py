@@ -23,7 +23,7 @@ def _info(_: argparse.Namespace) -> int:
     print(f"voxwire {__version__}")
     print(f"resampler kernel: {resampler_kernel()}")
     rng = np.random.default_rng(0)
-    print("self-check, 1 s of audio in 20 ms chunks:")
+    print("self-check, 1 s of audio in 20 ms chunks (best of 3, after a warm-up):")
     print(f"  {'conversion':<16}{'preset':<7}{'delay ms':>9}{'us/chunk':>10}{'x realtime':>12}")
     for in_hz, out_hz in ((48000, 24000), (24000, 48000), (16000, 24000), (8000, 24000)):
         signal = (rng.standard_normal(in_hz) * 3000).astype(np.int16)
