@@ -27,6 +27,7 @@ import ast
 import asyncio
 import inspect
 import re
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -169,9 +170,11 @@ async def _local_service(wanted: bool) -> AsyncIterator[None]:
     if not wanted:
         yield
         return
-    # RealtimeSession's default endpoint, read when a session is made: the one place the hosted
-    # service's address lives (voxwire.asyncio.endpoint.DEFAULT_URL).
-    import voxwire.asyncio.endpoint as endpoint
+    # RealtimeSession's default endpoint (DEFAULT_URL beside build_url, which reads it when a
+    # session is made): the one place the hosted service's address lives.
+    from voxwire.asyncio.options import build_url
+
+    endpoint = sys.modules[build_url.__module__]
 
     hosted = endpoint.DEFAULT_URL
     pacing = Pacing(audio_pace=0, text_tokens_per_s=0)
@@ -192,6 +195,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     raise SystemExit(main(sys.argv[1:]))

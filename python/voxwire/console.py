@@ -23,8 +23,8 @@ import msgspec
 
 from voxwire.agents import RealtimeAgent
 from voxwire.asyncio import events as ev
-from voxwire.asyncio.metrics import InterruptionMetrics, Metrics, TranscriptionMetrics
-from voxwire.asyncio.speech import SpeechHandle
+from voxwire.asyncio.events.speech import SpeechHandle
+from voxwire.asyncio.observability.metrics import InterruptionMetrics, Metrics, TranscriptionMetrics
 
 __all__ = ["Console", "plain", "split_heard"]
 

@@ -20,9 +20,9 @@ from tests.protocol.test_conformance import assert_official
 from tests.store.conftest import Backend
 from tests.store.session_child import SCENARIO, agents
 from voxwire.asyncio import RealtimeSession, SessionEvent
+from voxwire.asyncio.connection.transport import ConnectRequest, Transport, connect_websocket
 from voxwire.asyncio.events import ErrorEvent, ToolApprovalRequestedEvent, ToolStartEvent
-from voxwire.asyncio.resumption import items_to_replay
-from voxwire.asyncio.transport import ConnectRequest, Transport, connect_websocket
+from voxwire.asyncio.persistence.resumption import items_to_replay
 from voxwire.server import Delay, RealtimeServer
 from voxwire.store import ConversationStore, SessionSnapshot
 

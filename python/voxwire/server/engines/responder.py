@@ -91,7 +91,7 @@ def handoff_tool_name(agent: str) -> str:
     """The tool a handoff to ``agent`` calls: ``transfer_to_`` and the name in lower case, runs
     of other characters than letters, digits and ``_`` made one ``_`` ("Billing desk" →
     ``transfer_to_billing_desk``), at most 64 characters — the convention of
-    ``voxwire.agents.handoff.transfer_tool_name``, which the server may not import."""
+    ``voxwire.agents.transfer_tool_name``, which the server may not import."""
     slug = _NOT_NAME.sub("_", agent.lower()).strip("_") or "agent"
     return (HANDOFF_PREFIX + slug)[:64]
 

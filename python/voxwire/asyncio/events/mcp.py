@@ -1,4 +1,4 @@
-"""The session events of hosted MCP tools (:mod:`voxwire.asyncio.mcp`); part of
+"""The session events of hosted MCP tools (:mod:`voxwire.asyncio.agents.mcp`); part of
 :data:`voxwire.asyncio.events.SessionEvent`, kept here so that ``events.py`` stays small."""
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from msgspec import UNSET
 
-from voxwire.asyncio import events as ev
-from voxwire.asyncio.history import build_history, history_item
+import voxwire.asyncio.events as ev
+from voxwire.asyncio.events.history import build_history, history_item
 from voxwire.protocol import server_events as se
 from voxwire.protocol.config import AudioConfig, AudioInputConfig, SessionConfig
 from voxwire.protocol.protocol import RealtimeProtocol

@@ -25,15 +25,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeAlias
 
+import voxwire.asyncio.events as ev
 from voxwire.agents.agent import RealtimeAgent, ResolvedAgent
 from voxwire.agents.input_guardrail import (
     InputGuardrail,
     transcription_on,
     turn_detection_on,
 )
-from voxwire.asyncio import events as ev
+from voxwire.asyncio.agents.guardrails import run_guardrails
 from voxwire.asyncio.errors import SessionClosed
-from voxwire.asyncio.guardrails import run_guardrails
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.protocol import server_events as se
 from voxwire.protocol.config import SessionConfig

@@ -1,5 +1,5 @@
 """``SpeechTracker``: the session part that makes, binds and settles speech handles
-(:class:`~voxwire.asyncio.speech.SpeechHandle`, whose module docstring says when a handle is
+(:class:`~voxwire.asyncio.events.speech.SpeechHandle`, whose module docstring says when a handle is
 done and what it reports) and emits ``speech_created``."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from voxwire.asyncio import events as ev
-from voxwire.asyncio.speech import SpeechHandle
+import voxwire.asyncio.events as ev
+from voxwire.asyncio.events.speech import SpeechHandle
 from voxwire.protocol import server_events as se
 from voxwire.protocol.audio_ledger import SegmentKey
 from voxwire.protocol.protocol import RealtimeProtocol
 
 if TYPE_CHECKING:
-    from voxwire.asyncio.playback import PlaybackMonitor
+    from voxwire.asyncio.audio.playback import PlaybackMonitor
 
 __all__ = ["SpeechTracker"]
 

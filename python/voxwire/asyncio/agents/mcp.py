@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from voxwire.asyncio import events as ev
-from voxwire.asyncio import mcp_events as mev
+import voxwire.asyncio.events as ev
 from voxwire.asyncio.errors import SessionClosed
-from voxwire.asyncio.hosts import McpSessionHost
+from voxwire.asyncio.events import mcp as mev
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.exceptions import InvalidState
 from voxwire.protocol import server_events as se
@@ -42,9 +41,6 @@ from voxwire.protocol.items import (
     McpListToolsItem,
 )
 from voxwire.protocol.protocol import RealtimeProtocol
-
-if TYPE_CHECKING:
-    from voxwire.asyncio.session import RealtimeSession
 
 __all__ = ["McpHost", "McpRunner", "configured_servers"]
 
@@ -85,12 +81,6 @@ class McpRunner:
         self._sticky: dict[tuple[str, str], bool] = {}
         self._arguments: dict[str, str] = {}  # item_id -> arguments (from .arguments.done)
 
-    @classmethod
-    def of_session(cls, session: RealtimeSession) -> McpRunner:
-        """The runner of ``session`` (its host: :class:`voxwire.asyncio.hosts.McpSessionHost`)."""
-        host = McpSessionHost(session)
-        return cls(host, host.tasks, follow_up=host.follow_up)
-
     @property
     def available_tools(self) -> tuple[mev.McpToolListing, ...]:
         return self._available
@@ -103,8 +93,8 @@ class McpRunner:
         return call_id in self._waiting
 
     def connection_replaced(self) -> None:
-        """A new server session replaced a lost one (asyncio/reconnect.py): approval requests
-        of the lost server cannot be answered any more (the new one never asked them; a
+        """A new server session replaced a lost one (asyncio/connection/reconnect.py): approval
+        requests of the lost server cannot be answered any more (the new one never asked them; a
         model asks again if it still wants the call). The tools listed stay available until
         the new server lists them again for the same configuration."""
         self._waiting.clear()

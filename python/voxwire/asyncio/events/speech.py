@@ -23,7 +23,7 @@ handle's id as a tag (``send_response_create(tags=...)``), and the response that
 carries the tag (``ResponseRecord.tags``) — also when requests coalesce (both handles follow the
 one response), when server VAD wins the race (the handle moves to the response asked for
 again) and across a reconnection. The session's
-:class:`~voxwire.asyncio.speech_tracker.SpeechTracker` makes, binds and settles the handles.
+:class:`~voxwire.asyncio.audio.speech_tracker.SpeechTracker` makes, binds and settles the handles.
 """
 
 from __future__ import annotations

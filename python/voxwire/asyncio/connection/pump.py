@@ -14,9 +14,9 @@ import logging
 from collections import deque
 from collections.abc import Callable
 
-from voxwire.asyncio import events as ev
+import voxwire.asyncio.events as ev
+from voxwire.asyncio.connection.transport import Transport, TransportClosed
 from voxwire.asyncio.errors import SessionClosed
-from voxwire.asyncio.transport import Transport, TransportClosed
 from voxwire.protocol.protocol import RealtimeProtocol
 from voxwire.protocol.server_events import ReceivedEvent
 from voxwire.protocol.updates import UpdateRecord

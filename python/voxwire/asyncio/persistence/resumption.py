@@ -31,12 +31,11 @@ from typing import Any, TypeAlias
 
 import msgspec
 
-from voxwire.agents.agent import RealtimeAgent
-from voxwire.agents.handoff import Handoff
+from voxwire.agents.agent import Handoff, RealtimeAgent
 from voxwire.agents.tool import format_output
+from voxwire.asyncio.agents.tools import ToolRunner
 from voxwire.asyncio.errors import ConnectionFailed
-from voxwire.asyncio.persistence import Persistence
-from voxwire.asyncio.tools import ToolRunner
+from voxwire.asyncio.persistence.recording import Persistence
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
 from voxwire.protocol.conversation import ROOT

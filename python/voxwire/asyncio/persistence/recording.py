@@ -5,7 +5,7 @@ to the sans-I/O :class:`~voxwire.store.ConversationRecorder`; the store operatio
 are written by a :class:`StoreWriter` — in order, one transaction per batch, in a task of its
 own, so the receive loop never waits for a disk or a database. What only the session knows
 reaches the recorder too: the active agent (from the agent switcher), approvals and tool
-outputs (from the tool runner, as its :class:`~voxwire.asyncio.tools.ToolObserver`). A tool
+outputs (from the tool runner, as its :class:`~voxwire.asyncio.agents.tools.ToolObserver`). A tool
 output is written *before* it is sent (the runner awaits :meth:`Persistence.output_ready`), so
 a process that dies after sending it leaves it in the store, and a resumed session delivers it
 without running the tool again.
@@ -18,7 +18,7 @@ Items re-created on a new server session (the replay of a resumed conversation, 
 restoration after a reconnection) come back as ``conversation.item.added`` for ids already
 recorded: those echoes are not recorded again, so the stored item keeps the form the server
 first gave it (audio parts with their transcripts, not the text a replay has to send).
-Resumption itself is in :mod:`voxwire.asyncio.resumption`.
+Resumption itself is in :mod:`voxwire.asyncio.persistence.resumption`.
 """
 
 from __future__ import annotations
@@ -28,14 +28,20 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
+from typing import Protocol
 
+import voxwire.asyncio.events as ev
 from voxwire.agents.agent import RealtimeAgent
-from voxwire.asyncio import events as ev
-from voxwire.asyncio.options import SessionOptions
 from voxwire.exceptions import ConversationExists, InvalidState
 from voxwire.protocol import server_events as se
 from voxwire.protocol.items import FunctionCallItem
-from voxwire.store import ConversationRecorder, ConversationStore, SessionSnapshot, StoreOp
+from voxwire.store import (
+    AudioPolicy,
+    ConversationRecorder,
+    ConversationStore,
+    SessionSnapshot,
+    StoreOp,
+)
 
 __all__ = ["Persistence", "SessionPersistence", "StoreWriter"]
 
@@ -102,10 +108,29 @@ class StoreWriter:
             await asyncio.wait([task])
 
 
+class PersistenceOptions(Protocol):
+    """What persistence reads of the session's options (:class:`~voxwire.asyncio.options.
+    SessionOptions`)."""
+
+    @property
+    def store(self) -> ConversationStore | None: ...
+
+    @property
+    def conversation_id(self) -> str | None: ...
+
+    @property
+    def store_audio(self) -> AudioPolicy | None: ...
+
+    @property
+    def close_timeout_s(self) -> float: ...
+
+
 class Persistence:
     """The recorder and the store of one session (see the module docstring)."""
 
-    def __init__(self, options: SessionOptions, emit: Callable[[ev.SessionEvent], None]) -> None:
+    def __init__(
+        self, options: PersistenceOptions, emit: Callable[[ev.SessionEvent], None]
+    ) -> None:
         self.store = options.store
         self._conversation_id = options.conversation_id
         self._audio = options.store_audio

@@ -32,9 +32,10 @@ per-connection state (the gate, pending requests, the server's session), so ever
 gets a fresh :class:`~voxwire.protocol.RealtimeProtocol` (sharing the session's id factory, so
 ids never repeat); the conversation is carried over by recreating it.
 
-The same handshake (:func:`restore_on`) serves a renewal (:mod:`voxwire.asyncio.renewal`):
-planned, on a connection prepared beside the live one; after a ``session_expired``, here, with
-the renewal's attempts and a ``renewed`` event instead of ``reconnecting`` / ``reconnected``.
+The same handshake (:func:`restore_on`) serves a renewal
+(:mod:`voxwire.asyncio.connection.renewal`): planned, on a connection prepared beside the live one;
+after a ``session_expired``, here, with the renewal's attempts and a ``renewed`` event instead of
+``reconnecting`` / ``reconnected``.
 
 Ownership: :meth:`Reconnector.recover` runs in the session's receive-loop task (the loop pumps a
 connection, reconnects, pumps the next). ``close()`` cancels that task, which aborts a backoff
@@ -52,10 +53,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
-from voxwire.asyncio import events as ev
+import voxwire.asyncio.events as ev
+from voxwire.asyncio.connection.transport import Transport, TransportClosed
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
-from voxwire.asyncio.history import HistoryItem
-from voxwire.asyncio.transport import Transport, TransportClosed
+from voxwire.asyncio.events.history import HistoryItem
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
 from voxwire.protocol.config import SessionConfig
@@ -223,7 +224,7 @@ class Reconnector:
 
     ``policy``: how a lost connection is reconnected (``None``: it is not). ``expiry``: how the
     session renews itself on a new connection after the server expired it (``session_expired``;
-    :mod:`voxwire.asyncio.renewal`) — ``None``: an expiry ends the session."""
+    :mod:`voxwire.asyncio.connection.renewal`) — ``None``: an expiry ends the session."""
 
     server_event_types: Final = frozenset({se.ErrorEvent})
 

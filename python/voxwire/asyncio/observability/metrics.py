@@ -8,7 +8,7 @@ Two parts:
   the metrics that became complete. A test drives it with plain calls and made-up times.
 * :class:`MetricsRecorder` is the session's side: it feeds the collector with the session's
   clock and, with an audio output attached, asks the session's one
-  :class:`~voxwire.asyncio.playback.PlaybackMonitor` to report when a response's first audio
+  :class:`~voxwire.asyncio.audio.playback.PlaybackMonitor` to report when a response's first audio
   started playing (a clock has no callback: the monitor polls it in that window only).
 
 What is measured (all times in seconds, from the session's monotonic clock):
@@ -40,14 +40,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, Protocol, TypeAlias
 
-from voxwire.asyncio.playback import PlaybackMonitor
 from voxwire.protocol import server_events as se
 from voxwire.protocol.audio_ledger import SegmentKey
 from voxwire.protocol.objects import TranscriptDurationUsage, TranscriptTokenUsage, Usage
 
 __all__ = [
+    "FirstSampleWatch",
     "InterruptionMetrics",
     "LatencyStats",
     "Metrics",
@@ -497,9 +497,21 @@ _HANDLERS: dict[type, _Handler] = {
 }
 
 
+class FirstSampleWatch(Protocol):
+    """What the recorder needs of the session's playback monitor
+    (:class:`~voxwire.asyncio.audio.playback.PlaybackMonitor`): a call when a response's first
+    sample was heard, and being told that playback was cut."""
+
+    def watch_first_sample(
+        self, response_id: str, key: SegmentKey, on_played: Callable[[str], None]
+    ) -> None: ...
+
+    def cut(self) -> None: ...
+
+
 class MetricsRecorder:
     """The session's side of metrics: a :class:`MetricsCollector` fed with the session's clock,
-    the session's :class:`~voxwire.asyncio.playback.PlaybackMonitor` when an audio output is
+    the session's :class:`~voxwire.asyncio.audio.playback.PlaybackMonitor` when an audio output is
     attached, and ``emit`` for what they complete. The session calls one method per thing that
     happened; ``aclose()`` (on shutdown) reports what still waited for playback."""
 
@@ -508,7 +520,7 @@ class MetricsRecorder:
         *,
         now: Callable[[], float],
         emit: Callable[[Metrics], None],
-        playback: PlaybackMonitor | None,
+        playback: FirstSampleWatch | None,
         is_out_of_band: Callable[[str], bool] | None = None,
         underruns: Callable[[], int] | None = None,
     ) -> None:

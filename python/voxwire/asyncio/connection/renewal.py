@@ -11,8 +11,8 @@ to a new server session before that, between two turns:
    playing in an attached audio output. It looks every ``BOUNDARY_POLL_S``.
 2. It opens a new connection (the endpoints in their order of health: :mod:`~voxwire.asyncio.
    health`) and restores the conversation on it through the resumption handshake of
-   :mod:`voxwire.asyncio.reconnect` (the agent's configuration, the items of the conversation
-   with their ids) — while the old connection goes on serving.
+   :mod:`voxwire.asyncio.connection.reconnect` (the agent's configuration, the items of the
+   conversation with their ids) — while the old connection goes on serving.
 3. In one step with nothing running in between, it checks the boundary still holds and
    switches: the old connection's protocol core settles (:meth:`~voxwire.protocol.
    RealtimeProtocol.connection_lost`), the new connection is swapped in, the application's
@@ -26,8 +26,9 @@ response started, an item was deleted or truncated) the prepared connection is c
 renewer tries again at the next boundary. If preparing fails (no endpoint answers, the new
 server refuses the configuration), an ``error`` event says so and the renewer tries again
 ``retry_s`` later. An expiry that arrives anyway (no boundary in time, or a server with a
-shorter limit) is handled by :class:`~voxwire.asyncio.reconnect.Reconnector` the same way: the
-conversation is restored on a new connection and ``renewed`` (``reason="expired"``) follows.
+shorter limit) is handled by :class:`~voxwire.asyncio.connection.reconnect.Reconnector` the same
+way: the conversation is restored on a new connection and ``renewed`` (``reason="expired"``)
+follows.
 
 Off by default, like reconnection: a renewal rebuilds the server's conversation from the local
 history, and the model then sees assistant audio as its transcript (a client cannot hand audio
@@ -48,9 +49,8 @@ import math
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from voxwire.asyncio import events as ev
-from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
-from voxwire.asyncio.reconnect import (
+import voxwire.asyncio.events as ev
+from voxwire.asyncio.connection.reconnect import (
     ReconnectHost,
     ReconnectPolicy,
     Resumed,
@@ -60,8 +60,9 @@ from voxwire.asyncio.reconnect import (
     restore_on,
     server_session_id,
 )
+from voxwire.asyncio.connection.transport import Transport, TransportClosed
+from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
 from voxwire.asyncio.supervisor import OwnedTasks
-from voxwire.asyncio.transport import Transport, TransportClosed
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
 from voxwire.protocol.conversation import ROOT

@@ -20,6 +20,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+import voxwire.asyncio.events as ev
 from voxwire.agents.agent import RealtimeAgent, ResolvedAgent
 from voxwire.agents.guardrail import (
     DEFAULT_DEBOUNCE_CHARS,
@@ -29,7 +30,6 @@ from voxwire.agents.guardrail import (
     TripLatch,
 )
 from voxwire.agents.input_guardrail import InputGuardrail
-from voxwire.asyncio import events as ev
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.supervisor import OwnedTasks, run_user_code
 from voxwire.protocol import server_events as se

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from msgspec import UNSET, UnsetType
 
-from voxwire.asyncio.metrics import ResponseMetrics
+from voxwire.asyncio.observability.metrics import ResponseMetrics
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
 from voxwire.protocol.config import TracingConfig

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from voxwire.asyncio import events as ev
-from voxwire.asyncio.metrics import InterruptionMetrics, MetricsRecorder
-from voxwire.asyncio.playback import OutputPath
-from voxwire.asyncio.translate import turn_interrupts_response
+import voxwire.asyncio.events as ev
+from voxwire.asyncio.audio.playback import OutputPath
+from voxwire.asyncio.events.translate import turn_interrupts_response
+from voxwire.asyncio.observability.metrics import InterruptionMetrics, MetricsRecorder
 from voxwire.protocol import server_events as se
 from voxwire.protocol.audio_ledger import AudioSegment, SegmentKey
 from voxwire.protocol.client_events import ConversationItemDelete, ConversationItemTruncate

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from voxwire.asyncio import events as ev
+import voxwire.asyncio.events as ev
 from voxwire.asyncio.supervisor import OwnedTasks
 
 __all__ = ["PROBE_FIRST_S", "PROBE_MAX_S", "EndpointHealth", "EndpointStatus"]

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import msgspec
 
+import voxwire.asyncio.events as ev
 from voxwire.agents.agent import (
     RealtimeAgent,
     ResolvedAgent,
@@ -31,8 +32,7 @@ from voxwire.agents.agent import (
     resolve_agent,
 )
 from voxwire.agents.input_guardrail import ResponseHold, holds
-from voxwire.asyncio import events as ev
-from voxwire.asyncio.options import SessionOptions
+from voxwire.asyncio.observability.tracing import TracingSetting
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
 from voxwire.protocol.config import SessionConfig
@@ -103,12 +103,28 @@ class SwitchHost(Protocol):
         """The configuration the server confirmed last."""
 
 
+class SwitchOptions(Protocol):
+    """What the switcher reads of the session's options (:class:`~voxwire.asyncio.options.
+    SessionOptions`)."""
+
+    @property
+    def agent(self) -> RealtimeAgent | None: ...
+
+    @property
+    def base_config(self) -> SessionConfig: ...
+
+    @property
+    def tracing(self) -> TracingSetting: ...
+
+    def feedback_for(self, guardrails: Sequence[str]) -> str: ...
+
+
 class AgentSwitcher:
     """The active agent and every way it changes (see the module docstring)."""
 
     server_event_types: Final = frozenset({se.ResponseOutputAudioDelta})
 
-    def __init__(self, options: SessionOptions, host: SwitchHost) -> None:
+    def __init__(self, options: SwitchOptions, host: SwitchHost) -> None:
         self.agent: RealtimeAgent | None = options.agent
         self.resolved: ResolvedAgent | None = None
         self.assistant_audio = False

@@ -25,7 +25,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Final, Protocol, TypeAlias
 
-from voxwire.asyncio import events as ev
+import voxwire.asyncio.events as ev
 from voxwire.audio import AudioOutput, ItemPlayback, PlaybackClock, PlaybackSink
 from voxwire.protocol import server_events as se
 from voxwire.protocol.audio_ledger import SegmentKey

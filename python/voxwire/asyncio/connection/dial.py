@@ -2,8 +2,8 @@
 
 ``close()`` during ``connect()`` must not wait for a slow handshake: every attempt runs as a
 task of its own that :meth:`Dialer.abort` cancels at once. The URLs are tried healthy first
-(:mod:`voxwire.asyncio.health`): an endpoint that failed to open is tried after the others and
-probed in the background until it answers again.
+(:mod:`voxwire.asyncio.connection.health`): an endpoint that failed to open is tried after the
+others and probed in the background until it answers again.
 """
 
 from __future__ import annotations
@@ -11,15 +11,48 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
-from voxwire.asyncio import events as ev
-from voxwire.asyncio.endpoint import build_headers, is_hosted, resolve_api_key
+import voxwire.asyncio.events as ev
+from voxwire.asyncio.connection.endpoint import (
+    ApiKeySource,
+    build_headers,
+    is_hosted,
+    resolve_api_key,
+)
+from voxwire.asyncio.connection.health import EndpointHealth, EndpointStatus
+from voxwire.asyncio.connection.transport import Connector, ConnectRequest, Transport
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
-from voxwire.asyncio.health import EndpointHealth, EndpointStatus
-from voxwire.asyncio.options import SessionOptions
-from voxwire.asyncio.transport import ConnectRequest, Transport
 
 __all__ = ["Dialer"]
+
+
+class DialOptions(Protocol):
+    """What the dialer reads of the session's options (:class:`~voxwire.asyncio.options.
+    SessionOptions`)."""
+
+    @property
+    def urls(self) -> tuple[str, ...]: ...
+
+    @property
+    def primary_url(self) -> str: ...
+
+    @property
+    def api_key(self) -> ApiKeySource | None: ...
+
+    @property
+    def headers(self) -> Mapping[str, str] | None: ...
+
+    @property
+    def open_timeout_s(self) -> float: ...
+
+    @property
+    def uses_default_connector(self) -> bool: ...
+
+    @property
+    def connect_with(self) -> Connector: ...
+
+    def connect_request(self, url: str, headers: Mapping[str, str]) -> ConnectRequest: ...
 
 
 class Dialer:
@@ -28,7 +61,7 @@ class Dialer:
 
     def __init__(
         self,
-        options: SessionOptions,
+        options: DialOptions,
         check_closed: Callable[[], None],
         emit: Callable[[ev.SessionEvent], None],
     ) -> None:

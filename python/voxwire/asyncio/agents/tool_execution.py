@@ -1,5 +1,5 @@
 """One function call, from its arguments to the outcome the model gets (for
-:class:`~voxwire.asyncio.tools.ToolRunner`, which starts calls and delivers outputs).
+:class:`~voxwire.asyncio.agents.tools.ToolRunner`, which starts calls and delivers outputs).
 
 The steps, in order; each may end the call with a message instead of running the tool:
 
@@ -26,6 +26,7 @@ import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
+import voxwire.asyncio.events as ev
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.agents.batch import CallOutcome
 from voxwire.agents.guardrail import GuardrailResult
@@ -43,7 +44,6 @@ from voxwire.agents.tool import (
     needs_approval,
 )
 from voxwire.agents.tool_guardrail import ToolErrorFormatter, ToolErrorInfo, error_message
-from voxwire.asyncio import events as ev
 from voxwire.asyncio.supervisor import UserCodeTimeout, run_user_code
 from voxwire.exceptions import InvalidState
 
@@ -51,6 +51,14 @@ __all__ = ["Approvals", "CallExecutor", "ExecutionHost"]
 
 _Work = Coroutine[Any, Any, GuardrailResult]
 _Check = tuple[str, Callable[[], _Work]]
+
+
+def agent_of(call: ToolCall) -> RealtimeAgent:
+    """The agent of a call the session made (always a ``RealtimeAgent``: the runner builds the
+    call; :class:`~voxwire.agents.ToolCall` types it as the narrower ``AgentView``)."""
+    agent = call.agent
+    assert isinstance(agent, RealtimeAgent)
+    return agent
 
 
 class ExecutionHost(Protocol):
@@ -109,7 +117,7 @@ class Approvals:
                 call_id=request.call_id,
                 name=request.name,
                 arguments=request.raw_arguments,
-                agent=request.agent,
+                agent=agent_of(request),
             )
         )
         try:
@@ -242,7 +250,7 @@ class CallExecutor:
             ev.ToolGuardrailTrippedEvent(
                 call_id=request.call_id,
                 name=request.name,
-                agent=request.agent,
+                agent=agent_of(request),
                 guardrail=guardrail,
                 stage="input" if output is None else "output",
                 result=result,
@@ -287,7 +295,7 @@ class CallExecutor:
                 call_id=request.call_id,
                 name=request.name,
                 arguments=request.raw_arguments,
-                agent=request.agent,
+                agent=agent_of(request),
             )
         )
         error: BaseException | None = None
@@ -309,7 +317,7 @@ class CallExecutor:
                 call_id=request.call_id,
                 name=request.name,
                 arguments=request.raw_arguments,
-                agent=request.agent,
+                agent=agent_of(request),
                 output=output,
                 error=error,
             )
@@ -406,7 +414,7 @@ class CallExecutor:
                     ev.ToolProgressEvent(
                         call_id=request.call_id,
                         name=request.name,
-                        agent=request.agent,
+                        agent=agent_of(request),
                         output=text,
                     )
                 )

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from voxwire.asyncio import events as ev
+import voxwire.asyncio.events as ev
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.audio._pcm import format_rate_hz
 from voxwire.audio.bargein import BargeInDetector

@@ -3,7 +3,7 @@
 Each is a frozen dataclass with a ``type`` string, so both ``match event: case AudioEvent(...)``
 and ``if event.type == "audio"`` work, and a union of them narrows by ``type`` under mypy.
 
-They are made from the wire events by :class:`voxwire.asyncio.translate.EventTranslator`; the
+They are made from the wire events by :class:`voxwire.asyncio.events.translate.EventTranslator`; the
 wire events themselves are available too, opt-in, as :class:`RawServerEvent`.
 """
 
@@ -15,20 +15,20 @@ from typing import Literal, Protocol, TypeAlias
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.agents.batch import CallOutcome
 from voxwire.agents.guardrail import GuardrailResult
-from voxwire.asyncio.guard_events import (
+from voxwire.asyncio.events.guardrail import (
     InputGuardrailTrippedEvent,
     ToolGuardrailTrippedEvent,
     ToolProgressEvent,
 )
-from voxwire.asyncio.history import HistoryItem
-from voxwire.asyncio.mcp_events import (
+from voxwire.asyncio.events.history import HistoryItem
+from voxwire.asyncio.events.mcp import (
     McpApprovalRequestedEvent,
     McpCallDoneEvent,
     McpCallStartedEvent,
     McpToolsChangedEvent,
 )
-from voxwire.asyncio.metrics import Metrics
-from voxwire.asyncio.speech import SpeechHandle
+from voxwire.asyncio.events.speech import SpeechHandle
+from voxwire.asyncio.observability.metrics import Metrics
 from voxwire.protocol.gate import ResponseSource
 from voxwire.protocol.objects import StatusDetails, Usage
 from voxwire.protocol.server_events import ReceivedEvent
@@ -236,12 +236,12 @@ class ResponseDoneEvent:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MetricsCollectedEvent:
-    """Metrics became complete (:mod:`voxwire.asyncio.metrics`): a
-    :class:`~voxwire.asyncio.metrics.ResponseMetrics` once a response is done (with an audio
-    output, once its first sample played), or a
-    :class:`~voxwire.asyncio.metrics.TranscriptionMetrics` when the user's audio was
-    transcribed, or an :class:`~voxwire.asyncio.metrics.InterruptionMetrics` per item an
-    interruption cut (its truncation point and the audio dropped unplayed)."""
+    """Metrics became complete (:mod:`voxwire.asyncio.observability.metrics`): a
+    :class:`~voxwire.asyncio.observability.metrics.ResponseMetrics` once a response is done (with
+    an audio output, once its first sample played), or a
+    :class:`~voxwire.asyncio.observability.metrics.TranscriptionMetrics` when the user's audio was
+    transcribed, or an :class:`~voxwire.asyncio.observability.metrics.InterruptionMetrics` per item
+    an interruption cut (its truncation point and the audio dropped unplayed)."""
 
     type: Literal["metrics_collected"] = field(default="metrics_collected", init=False)
     metrics: Metrics
@@ -320,7 +320,7 @@ class ReconnectedEvent:
 
 
 #: Why a session moved to a new server session: its planned renewal came due (``planned``), or
-#: the server expired it first (``expired``). See :mod:`voxwire.asyncio.renewal`.
+#: the server expired it first (``expired``). See :mod:`voxwire.asyncio.connection.renewal`.
 RenewalReason = Literal["planned", "expired"]
 
 

@@ -9,10 +9,10 @@ is done (``response.output_item.done``) and runs as a task owned by the session'
    handoff in the same response does not reroute it); an unknown name, or arguments that do
    not parse or fit, become an error output the model sees, plus an ``error`` event;
 2. the call itself — tool guardrails, approval, the function under its timeout, progress of
-   a generator tool, the error messages — is the ``CallExecutor``'s (asyncio/tool_execution.py,
-   which says it step by step); a timeout or an exception gives the model an
-   error message and the application an ``error`` event (``source="tool"``), and the session
-   goes on;
+   a generator tool, the error messages — is the ``CallExecutor``'s
+   (asyncio/agents/tool_execution.py, which says it step by step); a timeout or an exception gives
+   the model an error message and the application an ``error`` event (``source="tool"``), and the
+   session goes on;
 3. delivery: a ``function_call_output`` item. The output is computed once; if sending it fails,
    or the server rejects it, the same output (same item id) is sent again, up to
    ``delivery_attempts`` times — the tool never runs twice. A call that failed without an
@@ -36,14 +36,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import voxwire.asyncio.events as ev
 from voxwire.agents.agent import ResolvedAgent, ResolvedHandoff
 from voxwire.agents.batch import CallOutcome, ToolBatches
 from voxwire.agents.tool import format_output
 from voxwire.agents.tool_guardrail import ToolErrorFormatter
-from voxwire.asyncio import events as ev
+from voxwire.asyncio.agents.tool_execution import Approvals, CallExecutor
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.supervisor import OwnedTasks
-from voxwire.asyncio.tool_execution import Approvals, CallExecutor
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
 from voxwire.protocol.items import FunctionCallItem
@@ -87,8 +87,8 @@ class ToolHost(Protocol):
 
 class ToolObserver(Protocol):
     """Who is told what only the runner knows (the session's persistence part,
-    asyncio/persistence.py): a call waits for approval, its approval was answered, its output
-    is about to be sent (awaited before sending, so a stored output survives a crash)."""
+    asyncio/persistence/recording.py): a call waits for approval, its approval was answered, its
+    output is about to be sent (awaited before sending, so a stored output survives a crash)."""
 
     def approval_pending(self, call_id: str, name: str, arguments: str) -> None: ...
 
@@ -175,16 +175,16 @@ class ToolRunner:
 
     def connection_replaced(self) -> None:
         """A new connection replaced a lost one and the conversation was restored
-        (asyncio/reconnect.py): every output computed but not acknowledged is queued again —
-        the same output, the same item id; the tool does not run again. Calls still running
+        (asyncio/connection/reconnect.py): every output computed but not acknowledged is queued
+        again — the same output, the same item id; the tool does not run again. Calls still running
         deliver when they finish. The session flushes."""
         for call in self._calls.values():
             if call.outcome is not None and not call.delivered:
                 self._queue_output(call)
 
     def resume_call(self, call: FunctionCallItem, response_id: str, output: str | None) -> None:
-        """A call of a resumed conversation (asyncio/resumption.py), part of the batch of
-        ``response_id`` (a response that is over): ``output``, computed before the process
+        """A call of a resumed conversation (asyncio/persistence/resumption.py), part of the batch
+        of ``response_id`` (a response that is over): ``output``, computed before the process
         ended, is delivered without running the tool again; ``None``: the call runs from the
         start (approval included)."""
         snapshot = self._agent()
