@@ -27,7 +27,7 @@ from tests.docs_blocks import (
     pages,
     run_block,
 )
-from tests.store.conftest import _why_no_postgres, pg_cluster  # noqa: F401  (the fixture)
+from tests.store.conftest import _why_no_postgres
 
 BLOCKS = all_blocks()
 RUNNABLE = [b for b in BLOCKS if b.fragment is None]

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests.children import ROOT, child_env
-from tests.store.conftest import _why_no_postgres, pg_cluster  # noqa: F401  (the fixture)
+from tests.store.conftest import _why_no_postgres
 from voxwire.audio import read_wav
 from voxwire.server import Pacing, RealtimeServer, Scenario
 
