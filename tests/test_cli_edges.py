@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tests.children import child_env
 from voxwire.audio import write_wav
@@ -172,3 +173,24 @@ def test_info_times_each_preset_after_a_warm_up() -> None:
     p = voxwire("info")
     assert p.returncode == 0, p.stderr
     assert "(best of 3, after a warm-up)" in p.stdout
+
+
+def test_a_failure_while_speaking_ends_the_quickstart_instead_of_hanging() -> None:
+    """The speaking side fails: the turn ends with its error (as the pace-0 ZeroDivisionError
+    should have) instead of waiting forever for a turn that never comes."""
+    import asyncio
+
+    from voxwire.quickstart import together
+
+    async def speak() -> None:
+        await asyncio.sleep(0)
+        raise ConnectionError("the connection went away")
+
+    async def follow() -> None:
+        await asyncio.Event().wait()  # a turn that never ends by itself
+
+    async def body() -> None:
+        await asyncio.wait_for(together(speak(), follow()), 5)
+
+    with pytest.raises(ConnectionError, match="went away"):
+        asyncio.run(body())

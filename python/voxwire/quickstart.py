@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -153,13 +153,27 @@ async def run_turn(
                     await session.send_audio(audio[i : i + CHUNK_SAMPLES])
                     await asyncio.sleep(period_s)
 
-            speaker = asyncio.create_task(speak())
-            try:
-                await _follow(session, note, result)
-            finally:
-                speaker.cancel()
-                await asyncio.gather(speaker, return_exceptions=True)
+            await together(speak(), _follow(session, note, result))
     return result
+
+
+async def together(speak: Coroutine[Any, Any, None], follow: Coroutine[Any, Any, None]) -> None:
+    """Stream the user's speech while following the turn, until the turn is followed to its
+    end. A failure of the speaking side is raised here, not left in its task (where the turn
+    would wait for speech that never comes)."""
+    speaker = asyncio.create_task(speak)
+    follower = asyncio.create_task(follow)
+    try:
+        done, _ = await asyncio.wait({speaker, follower}, return_when=asyncio.FIRST_COMPLETED)
+        if speaker in done:
+            speaker.result()  # raises what the speaking side failed with
+            await follower
+        else:
+            follower.result()
+    finally:
+        for task in (speaker, follower):
+            task.cancel()
+        await asyncio.gather(speaker, follower, return_exceptions=True)
 
 
 async def _follow(
