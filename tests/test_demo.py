@@ -58,6 +58,10 @@ def test_demo_json_tool_handoff_and_an_exact_barge_in(tmp_path: Path) -> None:
     (tool,) = [e for e in events if e["type"] == "tool_end"]
     assert tool["name"] == "lookup_order"
     assert '"status":"shipped on Monday"' in tool["output"]
+    (cut_reply,) = [e for e in events if "not_heard" in e]
+    assert cut_reply["type"] == "assistant_transcript_done"
+    assert cut_reply["transcript"] == f"{cut_reply['heard']} {cut_reply['not_heard']}"
+    assert cut_reply["heard"].startswith("Billing desk here.")
     (handoff,) = [e for e in events if e["type"] == "handoff"]
     assert (handoff["from_agent"], handoff["to_agent"]) == ("Concierge", "Billing")
     assert kinds.index("tool_end") < kinds.index("handoff") < kinds.index("audio_interrupted")

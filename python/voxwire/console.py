@@ -86,6 +86,13 @@ def split_heard(text: str, heard_ms: int, received_ms: int) -> tuple[str, str]:
     return text[:at].strip(), text[at:].strip()
 
 
+def _remember(table: dict[str, Any], key: str, value: Any) -> None:
+    """``table[key] = value``, keeping the latest 16 keys (a long session forgets old items)."""
+    table[key] = value
+    while len(table) > 16:
+        del table[next(iter(table))]
+
+
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.0f} ms"
 
@@ -133,11 +140,15 @@ class Console:
             self.agent_name = event.to_agent.name
         elif isinstance(event, ev.AgentStartEvent) and not self.agent_name:
             self.agent_name = event.agent.name
+        heard = self._follow_cuts(event)
         if self.json:
             if event.type != "history_updated":  # the whole history each time: use history_added
-                self._json(plain(event) | ({"check": plain(fields)} if fields else {}))
+                record = plain(event) | ({"check": plain(fields)} if fields else {})
+                if heard is not None:
+                    record |= {"heard": heard[0], "not_heard": heard[1]}
+                self._json(record)
             return
-        text = self._describe(event)
+        text = self._describe(event, heard)
         if text is not None:
             kind, line = text
             self._line(kind, line + (f"  {extra}" if extra else ""))
@@ -151,7 +162,9 @@ class Console:
 
     # -- one line per event ---------------------------------------------------------------------
 
-    def _describe(self, event: ev.SessionEvent) -> tuple[str, str] | None:
+    def _describe(
+        self, event: ev.SessionEvent, heard: tuple[str, str] | None = None
+    ) -> tuple[str, str] | None:
         if event.type in _QUIET:
             return None
         if isinstance(event, ev.AgentStateChangedEvent):
@@ -163,7 +176,9 @@ class Console:
             return ("user", f'"{event.transcript}"') if event.is_final else None
         if isinstance(event, ev.AssistantTranscriptDoneEvent):
             who = f"agent:{self.agent_name}" if self.agent_name else "agent"
-            return who, self._transcript(event.item_id, event.transcript)
+            if heard is None:
+                return who, f'"{event.transcript}"'
+            return who, f'"{heard[0]}"' + (f'  [not heard: "{heard[1]}"]' if heard[1] else "")
         if isinstance(event, ev.ToolStartEvent):
             return "tool", f"{event.name}({event.arguments}) called by {event.agent.name}"
         if isinstance(event, ev.ToolEndEvent):
@@ -191,29 +206,30 @@ class Console:
             return "reconnect", f"reconnected, {event.items_restored} item(s) restored"
         return None
 
-    def _transcript(self, item_id: str, text: str) -> str:
-        """The agent's words, split into heard and not heard when the item was cut."""
-        self._said[item_id] = text
-        while len(self._said) > 16:
-            del self._said[next(iter(self._said))]
-        cut = self._cuts.get(item_id)
-        if cut is None:
-            return f'"{text}"'
-        heard, unheard = split_heard(text, *cut)
-        return f'"{heard}"' + (f'  [not heard: "{unheard}"]' if unheard else "")
+    def _follow_cuts(self, event: ev.SessionEvent) -> tuple[str, str] | None:
+        """Note cuts (heard and received ms per item) and the agent's transcripts; for the
+        transcript of a cut item, ``(heard, not heard)``."""
+        if isinstance(event, ev.MetricsCollectedEvent) and isinstance(
+            event.metrics, InterruptionMetrics
+        ):
+            cut = event.metrics
+            _remember(self._cuts, cut.item_id, (cut.played_ms or 0, cut.received_ms))
+        elif isinstance(event, ev.AssistantTranscriptDoneEvent):
+            _remember(self._said, event.item_id, event.transcript)
+            cut_at = self._cuts.get(event.item_id)
+            if cut_at is not None:
+                return split_heard(event.transcript, *cut_at)
+        return None
 
     def _heard_of(self, metrics: Metrics) -> str:
         """After a cut's metrics: what was heard of a transcript already printed in full."""
         if not isinstance(metrics, InterruptionMetrics):
             return ""
-        heard_ms = metrics.played_ms or 0
-        self._cuts[metrics.item_id] = (heard_ms, metrics.received_ms)
-        while len(self._cuts) > 16:
-            del self._cuts[next(iter(self._cuts))]
         said = self._said.get(metrics.item_id)
         if said is None:
             return ""
-        return f'; heard about: "{split_heard(said, heard_ms, metrics.received_ms)[0]}"'
+        heard = split_heard(said, metrics.played_ms or 0, metrics.received_ms)[0]
+        return f'; heard about: "{heard}"'
 
     @staticmethod
     def _cut(event: ev.AudioInterruptedEvent) -> str:
