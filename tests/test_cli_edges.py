@@ -140,21 +140,36 @@ def test_serve_names_the_built_in_scenarios_for_a_missing_file() -> None:
     )
 
 
-def test_missing_voice_is_short_and_says_what_helps(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("command", "advice"),
+    [
+        (["demo"], "the user's lines are spoken with a local voice"),
+        (["quickstart"], "the user's lines are spoken with a local voice"),
+        (["quickstart", "--wav", "QUESTION"], "talk to another endpoint with --url"),
+    ],
+)
+def test_missing_voice_is_short_and_says_what_helps(
+    tmp_path: Path, command: list[str], advice: str
+) -> None:
     """Neither espeak-ng (a library path that is not there) nor hibari (a package that fails to
-    import, first on the path) can speak: the demo says what to install, briefly."""
+    import, first on the path) can speak: the command says what to install, briefly, and not
+    the server's --no-audio (these turns are spoken)."""
     fake = tmp_path / "site" / "hibari"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('simulated: not installed')\n")
     env = child_env(VOXWIRE_ESPEAK_LIBRARY=str(tmp_path / "none.so"))
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "site"), env["PYTHONPATH"]])
-    p = voxwire("demo", "--out", str(tmp_path / "d.wav"), env=env)
+    question = tmp_path / "q.wav"
+    write_wav(question, np.zeros(16000, np.int16), 16000)
+    args = [str(question) if arg == "QUESTION" else arg for arg in command]
+    p = voxwire(*args, "--out", str(tmp_path / "out.wav"), env=env)
     assert p.returncode == 2
     message = p.stderr.strip()
     assert "\n" not in message
     assert len(message) < 400, message
+    assert advice in message
     assert "pip install 'voxwire[server]' (espeak-ng) or 'voxwire[hibari]'" in message
-    assert "--no-audio" not in message  # the server's advice does not help the demo
+    assert "--no-audio" not in message
     assert "hibari could not be imported: simulated: not installed" in message
 
 

@@ -36,7 +36,7 @@ from voxwire.asyncio.events import (
     UserStateChangedEvent,
 )
 from voxwire.audio import Resampler, read_wav, write_wav
-from voxwire.server import Pacing, RealtimeServer, Scenario
+from voxwire.server import NoVoiceError, Pacing, RealtimeServer, Scenario
 
 USER_TEXT = "Hello there. Can you hear me?"
 REPLY = (
@@ -48,6 +48,12 @@ RATE_HZ = 24000
 USER_VOICE_HINT: Final = (
     "the user's lines are spoken with a local voice, and none is installed: "
     "pip install 'voxwire[server]' (espeak-ng) or 'voxwire[hibari]'"
+)
+#: The same for the in-process server's answers (``--url`` uses another endpoint's voice).
+SERVER_VOICE_HINT: Final = (
+    "the local server answers with a local voice, and none is installed: "
+    "pip install 'voxwire[server]' (espeak-ng) or 'voxwire[hibari]', or talk to another "
+    "endpoint with --url"
 )
 CHUNK_SAMPLES = RATE_HZ // 50
 
@@ -82,13 +88,12 @@ def user_utterance(wav: Path | None = None) -> npt.NDArray[np.int16]:
         pcm = to_session_rate(audio.pcm, audio.rate_hz)
     else:
         # Imported here: with --wav and --url the server's voice is not needed at all.
-        from voxwire.server import NoVoiceError
         from voxwire.server.engines.tts import Voice
 
         try:
             voice = Voice.load("auto")
         except NoVoiceError as exc:
-            raise NoVoiceError(f"{USER_VOICE_HINT}, or ask with --wav", exc.reason) from None
+            raise NoVoiceError(USER_VOICE_HINT, exc.reason) from None
         try:
             spoken = voice.speak_blocking(USER_TEXT, "alloy", 1.0, "audio/pcm")
         finally:
@@ -106,8 +111,16 @@ async def endpoint(url: str | None, scenario: Scenario, pacing: Pacing) -> Async
     if url is not None:
         yield url
         return
-    async with RealtimeServer(scenario=scenario, pacing=pacing) as server:
+    server = RealtimeServer(scenario=scenario, pacing=pacing)
+    try:
+        try:
+            await server.start()
+        except NoVoiceError as exc:
+            # The server's own advice (--no-audio) does not fit here: these turns are spoken.
+            raise NoVoiceError(SERVER_VOICE_HINT, exc.reason) from None
         yield server.url("gpt-realtime")
+    finally:
+        await server.close()
 
 
 # A pause between the user's words must not end the turn early.
