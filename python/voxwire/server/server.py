@@ -204,6 +204,8 @@ class RealtimeServer:
                     ws.transport.abort()
                 await self._server.wait_closed()
         self._close_voice()
+        if self._voice is not None:
+            await self._voice.wait_closed(SHUTDOWN_S)
 
     def _close_voice(self) -> None:
         if self._voice is not None:

@@ -433,5 +433,10 @@ class Voice:
 
     def close(self) -> None:
         """Stop the worker thread (idempotent) without waiting: a synthesis in progress is
-        left to finish unobserved, so that a server stops at once."""
+        left to finish unobserved (:meth:`wait_closed` waits for it)."""
         self._worker.close()
+
+    async def wait_closed(self, timeout_s: float) -> None:
+        """After :meth:`close`: until the synthesis in progress finished and the thread ended
+        (at most ``timeout_s``), so that a stopped server leaves no thread behind."""
+        await self._worker.wait_closed(timeout_s)
