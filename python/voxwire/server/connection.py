@@ -109,19 +109,16 @@ class RealtimeConnection:
             await self._faults.arm(self._settings.faults)
             await self._send([self.session.created_event()])
             async for frame in self._ws:
-                for step in self.session.handle(frame):
-                    if isinstance(step, StartResponse):
-                        rejected = None if step.from_vad else self._faults.take_rejection()
-                        if rejected is not None:
-                            await self._send([rejected.event(self._ids, step.client_event_id)])
-                        else:
-                            await self.responses.start(step)
-                    elif isinstance(step, CancelResponse):
-                        await self.responses.cancel(step)
-                    elif isinstance(step, TranscribeAudio):
-                        await self.transcriptions.start(step)
-                    else:
-                        await self._send([step])
+                try:
+                    await self._answer(frame)
+                except ConnectionClosed:
+                    raise
+                except Exception:
+                    # A bug of this server (a malformed event is answered by the session's own
+                    # error): reported as the service reports its own failures, and the
+                    # connection goes on.
+                    log.exception("failed to answer a client event")
+                    await self._send([_server_error(self._ids)])
         except ConnectionClosed:
             pass
         finally:
@@ -131,6 +128,21 @@ class RealtimeConnection:
             # The timer's own CancelledError comes back as a result; a cancellation of this
             # task while waiting still propagates.
             await asyncio.gather(expiry, return_exceptions=True)
+
+    async def _answer(self, frame: str | bytes) -> None:
+        for step in self.session.handle(frame):
+            if isinstance(step, StartResponse):
+                rejected = None if step.from_vad else self._faults.take_rejection()
+                if rejected is not None:
+                    await self._send([rejected.event(self._ids, step.client_event_id)])
+                else:
+                    await self.responses.start(step)
+            elif isinstance(step, CancelResponse):
+                await self.responses.cancel(step)
+            elif isinstance(step, TranscribeAudio):
+                await self.transcriptions.start(step)
+            else:
+                await self._send([step])
 
     async def _expire(self) -> None:
         """GA: a session has a maximum duration; then ``session_expired`` and the socket closes."""
@@ -149,3 +161,12 @@ class RealtimeConnection:
         return error_event(
             self._ids, "session_expired", f"Your session hit the maximum duration of {shown}."
         )
+
+
+def _server_error(ids: ServerIds) -> ServerEvent:
+    return error_event(
+        ids,
+        None,
+        "The server had an error while processing your request. Sorry about that!",
+        error_type="server_error",
+    )
