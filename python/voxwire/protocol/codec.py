@@ -467,12 +467,22 @@ def _publish_session(
 
 def _repaired(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     """A copy of ``raw`` with assistant content types repaired, or ``None`` if none needed it."""
+    if not _parts_to_repair(raw):
+        return None  # nothing copied: most invalid frames need no repair
     fixed = copy.deepcopy(dict(raw))
-    items: list[Any] = [fixed.get("item")]
-    response = fixed.get("response")
+    for part in _parts_to_repair(fixed):
+        part["type"] = _CONTENT_TYPE_REPAIRS[part["type"]]
+    return fixed
+
+
+def _parts_to_repair(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The content parts of assistant items spelled ``audio`` / ``text`` (see the module
+    docstring), in ``item`` or ``response.output``."""
+    items: list[Any] = [raw.get("item")]
+    response = raw.get("response")
     if isinstance(response, dict) and isinstance(response.get("output"), list):
         items.extend(response["output"])
-    changed = False
+    parts: list[dict[str, Any]] = []
     for item in items:
         if not (isinstance(item, dict) and item.get("role") == "assistant"):
             continue
@@ -480,9 +490,8 @@ def _repaired(raw: Mapping[str, Any]) -> dict[str, Any] | None:
         for part in content if isinstance(content, list) else ():
             kind = part.get("type") if isinstance(part, dict) else None
             if isinstance(kind, str) and kind in _CONTENT_TYPE_REPAIRS:
-                part["type"] = _CONTENT_TYPE_REPAIRS[kind]
-                changed = True
-    return fixed if changed else None
+                parts.append(part)
+    return parts
 
 
 # --- sending --------------------------------------------------------------------------------------

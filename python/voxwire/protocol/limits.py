@@ -26,6 +26,7 @@ a compiled pattern over the frame's structural characters, so audio and text del
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 from typing import Final
 
 __all__ = ["MAX_DEPTH", "MAX_FRAME_BYTES", "MAX_VALUES", "frame_problem", "shape_problem"]
@@ -39,7 +40,8 @@ MAX_VALUES: Final = 100_000
 # quote 2k+1 is inside a string once escapes are gone.
 _ESCAPE: Final = re.compile(rb"\\.", re.DOTALL)
 _NOT_STRUCTURAL: Final = bytes(b for b in range(256) if b not in b'[]{}",')
-_INNERMOST: Final = re.compile(rb"\[,*\]|\{,*\}")
+# +1 for an opening bracket, -1 for a closing one: the running sum is the nesting depth.
+_STEP: Final = tuple(1 if b in b"[{" else -1 if b in b"]}" else 0 for b in range(256))
 
 
 def frame_problem(data: object) -> str | None:
@@ -69,12 +71,9 @@ def shape_problem(data: str | bytes) -> str | None:
     values = skeleton.count(b",") + skeleton.count(b"[") + skeleton.count(b"{")
     if values > MAX_VALUES:
         return f"frame holds more than {MAX_VALUES:,} values (voxwire.protocol.limits.MAX_VALUES)"
-    # Each pass removes the innermost containers: the passes count the nesting depth.
-    for _ in range(MAX_DEPTH):
-        reduced = _INNERMOST.sub(b"", skeleton)
-        if len(reduced) == len(skeleton):
-            return None  # nothing left (or malformed: the parser says so)
-        skeleton = reduced
-    if _INNERMOST.search(skeleton):
+    brackets = skeleton.translate(None, b",")
+    if len(brackets) > 2 * MAX_DEPTH and max(accumulate(map(_STEP.__getitem__, brackets))) > (
+        MAX_DEPTH
+    ):
         return f"frame nests deeper than {MAX_DEPTH} levels (voxwire.protocol.limits.MAX_DEPTH)"
     return None
