@@ -283,3 +283,85 @@ def mutate_sequence(
 
 
 Mutator = Callable[[dict[str, Any], random.Random], tuple[str, Frame]]
+
+
+def client_script() -> list[dict[str, Any]]:
+    """A client's events of every type, as voxwire sends them (the base of the server fuzz,
+    beside the recorded client traces)."""
+    return [
+        {
+            "type": "session.update",
+            "event_id": "c_session",
+            "session": {
+                "type": "realtime",
+                "instructions": "Be brief.",
+                "output_modalities": ["text"],
+                "audio": {
+                    "input": {
+                        "turn_detection": None,
+                        "format": {"type": "audio/pcm", "rate": 24000},
+                    },
+                    "output": {"voice": "marin"},
+                },
+                "tools": [
+                    {
+                        "type": "function",
+                        "name": "get_weather",
+                        "description": "The weather in a city",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {"city": {"type": "string"}},
+                        },
+                    }
+                ],
+            },
+        },
+        {"type": "input_audio_buffer.append", "event_id": "c_append", "audio": pcm16_b64(2400)},
+        {"type": "input_audio_buffer.commit", "event_id": "c_commit"},
+        {
+            "type": "conversation.item.create",
+            "event_id": "c_create_user",
+            "item": {
+                "id": "item_user",
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "hello"}],
+            },
+        },
+        {
+            "type": "conversation.item.create",
+            "event_id": "c_create_assistant",
+            "item": {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Hi."}],
+            },
+        },
+        {
+            "type": "conversation.item.create",
+            "event_id": "c_create_output",
+            "item": {"type": "function_call_output", "call_id": "call_1", "output": "{}"},
+        },
+        {
+            "type": "conversation.item.truncate",
+            "event_id": "c_truncate",
+            "item_id": "item_user",
+            "content_index": 0,
+            "audio_end_ms": 0,
+        },
+        {"type": "conversation.item.retrieve", "event_id": "c_retrieve", "item_id": "item_user"},
+        {"type": "conversation.item.delete", "event_id": "c_delete", "item_id": "item_gone"},
+        {
+            "type": "response.create",
+            "event_id": "c_response",
+            "response": {
+                "instructions": "Say hi.",
+                "output_modalities": ["text"],
+                "conversation": "none",
+                "metadata": {"topic": "greeting"},
+                "input": [{"type": "item_reference", "id": "item_user"}],
+            },
+        },
+        {"type": "response.cancel", "event_id": "c_cancel"},
+        {"type": "input_audio_buffer.clear", "event_id": "c_clear"},
+    ]

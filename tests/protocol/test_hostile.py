@@ -79,7 +79,8 @@ def test_frames_are_text_of_bounded_size() -> None:
     [
         (b'{"type":"error","event_id":"\xff"}', "not UTF-8 text (byte 28 is not)"),
         ('{"type":"error","event_id":"\ud800"}', "character 28 is a lone surrogate"),
-        (b"\x00\x01\xfe binary", "not valid JSON"),
+        (b"\x00\x01\xfe binary", "not UTF-8 text (byte 2 is not): a binary frame?"),
+        (b"\x00\x01 binary but ASCII", "not valid JSON"),
         ("x" * (MAX_FRAME_BYTES + 1), "over the"),
         (nested(5_000), "deeper than 64 levels"),  # beyond the interpreter's recursion limit
         ('{"type":"rate_limits.updated","x":' + nested(200) + "}", "deeper than 64 levels"),

@@ -355,8 +355,11 @@ def parse_object(data: str | bytes) -> dict[str, Any] | ProtocolErrorEvent:
         return ProtocolErrorEvent(message=problem)
     try:
         raw = _any_decoder.decode(data)
-    except UnicodeError:
-        return ProtocolErrorEvent(message=_not_text(data))
+    except UnicodeError as exc:  # a str with a lone surrogate (bytes were checked above)
+        where = getattr(exc, "start", "?")
+        return ProtocolErrorEvent(
+            message=f"frame is not Unicode text (character {where} is a lone surrogate)"
+        )
     except (msgspec.DecodeError, RecursionError) as exc:
         return ProtocolErrorEvent(message=f"frame is not valid JSON ({exc}): {_excerpt(data)!r}")
     if not isinstance(raw, dict):
@@ -365,24 +368,6 @@ def parse_object(data: str | bytes) -> dict[str, Any] | ProtocolErrorEvent:
             "every Realtime event is a JSON object with a 'type'"
         )
     return raw
-
-
-def _not_text(data: str | bytes) -> str:
-    """Where a frame stops being Unicode text (the JSON parser found that it does)."""
-    start = None
-    try:
-        if isinstance(data, str):
-            data.encode("utf-8")
-        else:
-            data.decode("utf-8")
-    except (UnicodeEncodeError, UnicodeDecodeError) as exc:
-        start = exc.start
-    if isinstance(data, str):
-        return f"frame is not Unicode text (character {start} is a lone surrogate)"
-    return (
-        f"frame is not UTF-8 text (byte {start} is not): a binary frame? Realtime events are "
-        "JSON text frames"
-    )
 
 
 def short_repr(value: object) -> str:

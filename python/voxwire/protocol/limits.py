@@ -45,8 +45,8 @@ _STEP: Final = tuple(1 if b in b"[{" else -1 if b in b"]}" else 0 for b in range
 
 
 def frame_problem(data: object) -> str | None:
-    """What makes ``data`` unreadable as a frame before it is parsed (its kind, its size), or
-    ``None``."""
+    """What makes ``data`` unreadable as a frame before it is parsed (its kind, its size, bytes
+    that are not UTF-8), or ``None``."""
     if not isinstance(data, (str, bytes)):
         return (
             f"frame is {type(data).__name__}, not text: Realtime events are JSON text frames "
@@ -57,6 +57,15 @@ def frame_problem(data: object) -> str | None:
             f"frame of {len(data):,} {'characters' if isinstance(data, str) else 'bytes'} is "
             f"over the {MAX_FRAME_BYTES:,}-byte bound (voxwire.protocol.limits.MAX_FRAME_BYTES)"
         )
+    if isinstance(data, bytes) and not data.isascii():
+        # The whole frame, not only the fields a typed decoder reads (it skips the others).
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return (
+                f"frame is not UTF-8 text (byte {exc.start} is not): a binary frame? Realtime "
+                "events are JSON text frames"
+            )
     return None
 
 
