@@ -44,7 +44,7 @@ from voxwire.protocol._nulls import drop_absent_nulls
 from voxwire.protocol.client_events import CLIENT_EVENT_TYPES, ClientEvent, SessionUpdate
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.items import Item
-from voxwire.protocol.limits import frame_problem, shape_problem
+from voxwire.protocol.limits import MAX_FRAME_BYTES, frame_problem, shape_problem
 from voxwire.protocol.objects import Response
 from voxwire.protocol.server_events import (
     SERVER_EVENT_TYPES,
@@ -154,11 +154,11 @@ _SOURCE: Final = "_voxwire_source"
 
 def decode_server_event(data: str | bytes) -> ReceivedEvent:
     """Decode one GA server frame. Never raises (see the module docstring for what comes out)."""
-    if isinstance(data, (bytearray, memoryview)):
-        data = bytes(data)
-    problem = frame_problem(data)
-    if problem is not None:
-        return ProtocolErrorEvent(message=problem)
+    if type(data) is not str or len(data) > MAX_FRAME_BYTES:  # a text frame skips the checks
+        checked = _checked(data)
+        if isinstance(checked, ProtocolErrorEvent):
+            return checked
+        data = checked
     try:
         event = _server_decoder.decode(data)
     except (msgspec.DecodeError, RecursionError, UnicodeError):
@@ -303,11 +303,10 @@ def decode_client_event(data: str | bytes) -> ClientEvent | ProtocolErrorEvent:
     A ``null`` in an optional field without a null of its own counts as absent (``_nulls``):
     the fast path decodes the frame as it is, and only a frame that fails is looked at again.
     """
-    if isinstance(data, (bytearray, memoryview)):
-        data = bytes(data)
-    problem = frame_problem(data)
-    if problem is not None:
-        return ProtocolErrorEvent(message=problem)
+    checked = _checked(data)
+    if isinstance(checked, ProtocolErrorEvent):
+        return checked
+    data = checked
     try:
         event = _client_decoder.decode(data)
     except (msgspec.DecodeError, RecursionError, UnicodeError) as exc:
@@ -346,11 +345,11 @@ def decode_client_event(data: str | bytes) -> ClientEvent | ProtocolErrorEvent:
 def parse_object(data: str | bytes) -> dict[str, Any] | ProtocolErrorEvent:
     """The frame as a plain JSON object, or a protocol error saying why it is not one (not
     JSON, not UTF-8, over a bound of :mod:`~voxwire.protocol.limits`). Never raises."""
-    if isinstance(data, (bytearray, memoryview)):
-        data = bytes(data)
-    problem = frame_problem(data)
-    if problem is None:
-        problem = shape_problem(data)
+    checked = _checked(data)
+    if isinstance(checked, ProtocolErrorEvent):
+        return checked
+    data = checked
+    problem = shape_problem(data)
     if problem is not None:
         return ProtocolErrorEvent(message=problem)
     try:
@@ -368,6 +367,18 @@ def parse_object(data: str | bytes) -> dict[str, Any] | ProtocolErrorEvent:
             "every Realtime event is a JSON object with a 'type'"
         )
     return raw
+
+
+def _checked(data: object) -> str | bytes | ProtocolErrorEvent:
+    """The frame as ``str`` or ``bytes`` (a ``bytearray`` or ``memoryview`` is copied), or what
+    makes it unreadable before parsing (:func:`~voxwire.protocol.limits.frame_problem`)."""
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    problem = frame_problem(data)
+    if problem is not None:
+        return ProtocolErrorEvent(message=problem)
+    assert isinstance(data, (str, bytes))  # frame_problem refuses anything else
+    return data
 
 
 def short_repr(value: object) -> str:

@@ -73,6 +73,14 @@ def shape_problem(data: str | bytes) -> str | None:
     """``None`` if the JSON text ``data`` nests at most :data:`MAX_DEPTH` levels and holds at
     most :data:`MAX_VALUES` values (containers and the values separated by commas); else what
     is over. Brackets inside strings do not count; malformed JSON is left to the parser."""
+    # First a bound that counts brackets and commas inside strings too: most frames are far
+    # below it, and counting is one C pass with no copy.
+    if isinstance(data, str):
+        opening, commas = data.count("[") + data.count("{"), data.count(",")
+    else:
+        opening, commas = data.count(b"[") + data.count(b"{"), data.count(b",")
+    if opening <= MAX_DEPTH and opening + commas <= MAX_VALUES:
+        return None
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     if b"\\" in raw:
         raw = _ESCAPE.sub(b"", raw)

@@ -252,10 +252,10 @@ class RealtimeProtocol(ProtocolState):
         except Exception as exc:  # a decoder bug: the frame is reported, the session goes on
             events = [internal_error(exc, None)]
         for event in events:
-            if type(event) is se.ResponseOutputAudioDelta:
-                self._screen_audio(event)
-            else:
-                self._receive(event)
+            # Samples are 1 or 2 bytes wide: an even length is always whole.
+            if type(event) is se.ResponseOutputAudioDelta and len(event.delta) & 1:
+                event = self._whole_samples(event)
+            self._receive(event)
 
     def _receive_undecided(self, data: str | bytes) -> list[ReceivedEvent]:
         # The fast GA path first: frames that cannot tell the protocols apart (audio deltas of a

@@ -69,7 +69,7 @@ class ProtocolState:
         self._updates = UpdateTracker()
         self._update_log = update_log
 
-    def _screen_audio(self, event: se.ResponseOutputAudioDelta) -> None:
+    def _whole_samples(self, event: se.ResponseOutputAudioDelta) -> se.ResponseOutputAudioDelta:
         """A delta must hold whole samples: the tail of a cut sample is reported and dropped,
         and the rest goes on (the ledger and the playback clock count whole samples)."""
         width = self._sample_format.bytes_per_sample
@@ -86,8 +86,8 @@ class ProtocolState:
             )
             kept = msgspec.structs.replace(event, delta=event.delta[: len(event.delta) - tail])
             kept.__dict__.update(event.__dict__)  # the frame it came from (codec.raw_fields)
-            event = kept
-        self._receive(event)
+            return kept
+        return event
 
     def _receive(self, event: ReceivedEvent) -> None:
         try:
