@@ -112,6 +112,7 @@ async def rounds(
     session: RealtimeSession, proxy: HostileProxy, rng: random.Random, speaker: MemoryOutput | None
 ) -> None:
     traces = {name: load_trace(name) for name in SERVER_TRACES}
+    reported = 0
     for _ in range(ROUNDS):
         await proxy.inject(hostile_batch(rng, traces))
         events = await clean_turn(session)
@@ -121,7 +122,10 @@ async def rounds(
         unrecoverable = [e for e in events if isinstance(e, ErrorEvent) and not e.recoverable]
         assert not unrecoverable, unrecoverable
         assert events[-1].status == "completed"  # type: ignore[union-attr]
+        reported += sum(1 for e in events if isinstance(e, ErrorEvent) and e.source == "protocol")
         CASES["session rounds (hostile batch, then a clean turn)"] += 1
+    assert reported > ROUNDS  # the bad frames reached the application as recoverable errors
+    CASES["session protocol errors reported to the application"] += reported
 
 
 @pytest.mark.parametrize("index", range(SESSIONS))
