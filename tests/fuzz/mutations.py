@@ -130,6 +130,8 @@ def mutate_value(event: dict[str, Any], rng: random.Random) -> tuple[str, dict[s
     """One structural mutation of a copy of ``event``: (its name, the mutated event)."""
     event = _copy(event)
     paths = _paths(event)
+    if not paths:  # every field already gone
+        return "delete", event
     path = rng.choice(paths)
     parent = _parent(event, path)
     key = path[-1]
@@ -213,6 +215,11 @@ def _audio_mutation(event: dict[str, Any], rng: random.Random) -> tuple[str, Fra
 def mutate_frame(event: dict[str, Any], rng: random.Random) -> tuple[str, Frame]:
     """One hostile frame made from ``event``: (the mutation's name, the frame)."""
     roll = rng.random()
+    if roll < 0.1:  # several faults in one frame
+        mutated = event
+        for _ in range(rng.randrange(2, 5)):
+            _, mutated = mutate_value(mutated, rng)
+        return "multi", _encode(mutated)
     if roll < 0.45:
         kind, mutated = mutate_value(event, rng)
         if kind == "dup_key":

@@ -33,7 +33,7 @@ from .conftest import CASES
 from .mutations import CLIENT_TRACES, SERVER_TRACES, Frame, load_trace, mutate_sequence
 
 BASE_SEED = int(os.environ.get("VOXWIRE_FUZZ_SEED", "19"))
-CHUNKS = 8
+CHUNKS = 6
 SEQUENCES_PER_CHUNK = 90
 
 _TYPED = (*get_args(ServerEvent), UnknownServerEvent, ProtocolErrorEvent)
@@ -73,12 +73,12 @@ def test_the_core_never_raises_on_mutated_traces(chunk: int) -> None:
         CASES["core sequences"] += 1
 
 
-@pytest.mark.parametrize("chunk", range(2))
+@pytest.mark.parametrize("chunk", range(1))
 def test_the_decoders_never_raise_on_mutated_frames(chunk: int) -> None:
     """Client frames (the server's side of the codec) and beta decoding, frame by frame."""
     rng = random.Random(BASE_SEED * 1000 + 500 + chunk)
     events = [e for name in (*CLIENT_TRACES, *SERVER_TRACES) for e in load_trace(name)]
-    for _ in range(15):
+    for _ in range(20):
         for kind, frame in mutate_sequence(events, rng, rate=0.6):
             client = decode_client_event(frame)
             if isinstance(client, ProtocolErrorEvent):
