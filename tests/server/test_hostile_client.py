@@ -1,13 +1,17 @@
 """A hostile client gets ``error`` events, never a dropped connection: frames that are not UTF-8,
 nested too deep or holding an event ``type`` that is not text, and an input-audio flood, which
-the 15 MiB buffer bound stops. (The seeded fuzz of every client event is tests/fuzz.)"""
+the 15 MiB buffer bound stops; a bug of the server itself is a ``server_error``. (The seeded fuzz
+of every client event is tests/fuzz.)"""
 
 from __future__ import annotations
 
 import base64
 from typing import Any
 
+import pytest
+
 from voxwire.server.core.input_buffer import MAX_BUFFER_BYTES
+from voxwire.server.core.session import ServerSession
 
 from .helpers import Client, client_of, run, serving
 
@@ -76,3 +80,28 @@ def test_an_input_audio_flood_stops_at_the_buffer_bound() -> None:
             assert not [e for e in client.received if e["type"] == "error"][1:]
 
     run(body())
+
+
+def test_a_server_bug_is_a_server_error_and_the_connection_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    handle = ServerSession.handle
+
+    def failing(self: ServerSession, frame: str | bytes) -> Any:
+        if "boom" in str(frame):
+            raise RuntimeError("a bug")
+        return handle(self, frame)
+
+    monkeypatch.setattr(ServerSession, "handle", failing)
+
+    async def body() -> None:
+        async with serving() as server, client_of(server) as client:
+            await client.ws.send('{"type":"input_audio_buffer.clear","event_id":"boom"}')
+            (event,) = await client.until("error")
+            assert event["error"]["type"] == "server_error"
+            assert event["error"]["message"].startswith("The server had an error")
+            await client.say("hello")
+            assert (await client.respond())[-1]["response"]["status"] == "completed"
+
+    run(body())
+    assert "failed to answer a client event" in caplog.text
