@@ -147,15 +147,18 @@ def test_a_response_done_over_the_bound_still_ends_its_response() -> None:
     assert protocol.responses.get("resp_1").status == "completed"  # type: ignore[union-attr]
 
 
-def test_a_session_update_over_the_bound_is_refused_on_the_server_side() -> None:
-    frame = (
-        '{"type":"session.update","event_id":"c1","session":{"type":"realtime","tools":'
-        '[{"type":"function","name":"f","parameters":' + nested(70) + "}]}}"
-    )
+@pytest.mark.parametrize(
+    ("kind", "holder"),
+    [("session.update", "session"), ("response.create", "response")],
+)
+def test_client_tools_over_the_bound_are_refused_on_the_server_side(kind: str, holder: str) -> None:
+    tools = '[{"type":"function","name":"f","parameters":' + nested(70) + "}]"
+    frame = f'{{"type":"{kind}","event_id":"c1","{holder}":{{"tools":{tools}}}}}'
     event = decode_client_event(frame)
     assert isinstance(event, ProtocolErrorEvent)
-    assert (event.event_type, event.event_id) == ("session.update", "c1")
+    assert (event.event_type, event.event_id) == (kind, "c1")
     assert "deeper than 64 levels" in event.message
+    assert not isinstance(decode_client_event(frame.replace(nested(70), nested(5))), type(event))
 
 
 # --- wrong types ----------------------------------------------------------------------------------

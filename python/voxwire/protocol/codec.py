@@ -138,6 +138,10 @@ def _holds_free_form(kind: Any) -> bool:
 #: Decoded event types that can hold free-form JSON: checked against the shape bounds.
 _FREE_FORM_TYPES: Final = frozenset(cls for cls in get_args(_SERVER_UNION) if _holds_free_form(cls))
 
+_CLIENT_FREE_FORM_TYPES: Final = frozenset(
+    cls for cls in get_args(_CLIENT_UNION) if _holds_free_form(cls)
+)
+
 _server_decoder: Final = msgspec.json.Decoder(_SERVER_UNION)
 _client_decoder: Final = msgspec.json.Decoder(_CLIENT_UNION)
 _any_decoder: Final = msgspec.json.Decoder()
@@ -329,11 +333,12 @@ def decode_client_event(data: str | bytes) -> ClientEvent | ProtocolErrorEvent:
             event = _client_decoder.decode(_encoder.encode(stripped))
         except msgspec.DecodeError as again:
             return _invalid(kind, raw, again)
-    if isinstance(event, _SessionUpdateWire):
-        # Free-form JSON (a session's tool schemas) is bounded like everything else.
+    if type(event) in _CLIENT_FREE_FORM_TYPES:
+        # Free-form JSON (tool schemas in a session or a response) is bounded like the rest.
         problem = shape_problem(data)
         if problem is not None:
             return _over_bound(problem, event)
+    if isinstance(event, _SessionUpdateWire):
         session = _session_or_error("session.update", event.event_id, event.session)
         if isinstance(session, ProtocolErrorEvent):
             return session
