@@ -338,9 +338,10 @@ class RealtimeProtocol(ProtocolState):
         queued (``None`` for a held ``response.create``, a cancel with nothing to cancel, or an
         unknown type)."""
         if isinstance(event, Mapping):
-            if event.get("type") not in CLIENT_EVENT_TYPES:
-                if not isinstance(event.get("type"), str):
-                    raise ConfigurationError("the event needs a 'type' (text)")
+            kind = event.get("type")
+            if not isinstance(kind, str):
+                raise ConfigurationError(f"the event needs a 'type' (text), not {kind!r:.80}")
+            if kind not in CLIENT_EVENT_TYPES:
                 self._outgoing.append(msgspec.json.encode(dict(event)).decode())
                 return None
             decoded = decode_client_event(msgspec.json.encode(dict(event)))
