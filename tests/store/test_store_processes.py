@@ -17,6 +17,7 @@ from tests.store.conftest import Backend
 from tests.store.frames import run, user
 from voxwire.exceptions import StoreVersionError
 from voxwire.store import PutItem, StoredItem
+from voxwire.store._schema import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -124,7 +125,7 @@ def test_an_older_store_is_migrated(backend: Backend) -> None:
         await store.close()
         assert [item.id for item in loaded.items] == ["x"]
         assert [c.conversation_id for c in listed] == ["kept"]
-        assert backend.execute("SELECT version FROM schema_version") == [(2,)]
+        assert backend.execute("SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
 
     run(body())
 
@@ -139,7 +140,7 @@ def test_a_store_from_a_newer_voxwire_fails_clearly(backend: Backend) -> None:
         message = str(caught.value)
         assert "schema version 99" in message
         assert "voxwire 9.9.9" in message
-        assert "up to 2" in message
+        assert f"up to {SCHEMA_VERSION}" in message
         assert "Upgrade voxwire" in message
 
     run(body())

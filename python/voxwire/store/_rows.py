@@ -1,0 +1,198 @@
+"""Rows back into a :class:`~voxwire.store.SessionSnapshot`, checked: what the SQL stores read is
+decoded and validated before anything is resumed from it.
+
+A damaged store must fail loudly rather than resume a different conversation, so a load checks,
+besides every column's type and encoding:
+
+* the conversation's item count (kept by every write) equals the items found — a deleted or an
+  added row is caught even when what is left looks like a conversation;
+* item ids are unique, each equal to its wire ``id``, and positions are unique (items are read
+  in position order, so two items at one position would have no defined order);
+* every item's wire form has a ``type``; function calls have distinct ``call_id``; an output
+  whose call is in the conversation comes after it;
+* a pending approval is keyed by its call's ``call_id``.
+
+Any failure is a :class:`~voxwire.exceptions.StoreCorrupt` naming the row and the check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any, Final, get_args
+
+import msgspec
+
+from voxwire.exceptions import StoreCorrupt
+from voxwire.store._faults import subject
+from voxwire.store.base import ConversationInfo
+from voxwire.store.snapshot import Origin, SessionSnapshot, StoredItem, UsageTotals
+
+__all__ = ["info_from_row", "moment", "snapshot_from_rows"]
+
+_transcripts: Final = msgspec.json.Decoder(dict[int, str])
+_truncations: Final = msgspec.json.Decoder(dict[int, int])
+_mapping: Final = msgspec.json.Decoder(dict[str, Any])
+_any: Final = msgspec.json.Decoder()
+_usage: Final = msgspec.json.Decoder(UsageTotals)
+_audio: Final = msgspec.msgpack.Decoder(dict[int, bytes])
+_ORIGINS: Final = frozenset(get_args(Origin))
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MAX_MICROSECONDS: Final = 253_402_300_799_000_000  # 9999-12-31T23:59:59Z
+_DECODE_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError)
+
+
+class _Damage(Exception):
+    """One failed check (turned into :class:`StoreCorrupt` with the store's name)."""
+
+
+def moment(microseconds: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=microseconds)
+
+
+def _time(value: object, what: str) -> datetime:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Damage(f"{what} is {value!r}, not a time in microseconds")
+    if not 0 <= value <= _MAX_MICROSECONDS:
+        raise _Damage(f"{what} is {value}, outside years 1970..9999")
+    return moment(value)
+
+
+def _text(value: object, what: str, *, optional: bool = False) -> Any:
+    if (value is None and optional) or (isinstance(value, str) and value):
+        return value
+    raise _Damage(f"{what} is {value!r}, not a {'string or NULL' if optional else 'string'}")
+
+
+def _decode(decoder: Any, value: object, what: str) -> Any:
+    if isinstance(value, memoryview):
+        value = bytes(value)
+    if not isinstance(value, str | bytes):
+        raise _Damage(f"{what} is {type(value).__name__}, not encoded text")
+    try:
+        return decoder.decode(value)
+    except _DECODE_ERRORS as exc:
+        raise _Damage(f"{what} cannot be decoded ({exc})") from None
+
+
+def info_from_row(where: str, row: Sequence[Any]) -> ConversationInfo:
+    conversation_id, created, updated, agent, count = row
+    try:
+        return ConversationInfo(
+            conversation_id=_text(conversation_id, "the conversation id"),
+            created_at=_time(created, "created_at"),
+            updated_at=_time(updated, "updated_at"),
+            agent=_text(agent, "the agent", optional=True),
+            item_count=int(count),
+        )
+    except _Damage as damage:
+        raise _corrupt(where, str(conversation_id), str(damage)) from None
+
+
+def _item(row: Sequence[Any]) -> StoredItem:
+    item_id, position, wire, transcripts, truncated, audio, response_id, origin = row
+    label = f"item {item_id!r}"
+    _text(item_id, "an item id")
+    if isinstance(position, bool) or not isinstance(position, int):
+        raise _Damage(f"{label} has position {position!r}, not an integer")
+    decoded = _decode(_mapping, wire, f"the wire JSON of {label}")
+    if decoded.get("id") != item_id:
+        raise _Damage(f"{label} holds the wire form of item {decoded.get('id')!r}")
+    if not isinstance(decoded.get("type"), str):
+        raise _Damage(f"the wire form of {label} has no type")
+    if origin not in _ORIGINS:
+        raise _Damage(f"{label} has origin {origin!r}, not one of {sorted(_ORIGINS)}")
+    return StoredItem(
+        id=item_id,
+        position=position,
+        wire=decoded,
+        transcripts=_decode(_transcripts, transcripts, f"the transcripts of {label}"),
+        truncated_ms=_decode(_truncations, truncated, f"the truncations of {label}"),
+        audio=_decode(_audio, audio, f"the audio of {label}") if audio is not None else {},
+        response_id=_text(response_id, f"the response id of {label}", optional=True),
+        origin=origin,
+    )
+
+
+def _check_items(items: Sequence[StoredItem], count: object) -> None:
+    if count is not None and count != len(items):
+        raise _Damage(
+            f"{len(items)} item rows found but the conversation's last write left {count}: "
+            "rows were deleted or added outside voxwire, or the file lost pages"
+        )
+    seen: set[str] = set()
+    calls: dict[str, int] = {}
+    previous: StoredItem | None = None
+    for index, item in enumerate(items):
+        if item.id in seen:
+            raise _Damage(f"item {item.id!r} is stored twice")
+        seen.add(item.id)
+        if previous is not None and previous.position == item.position:
+            raise _Damage(
+                f"items {previous.id!r} and {item.id!r} share position {item.position}, so "
+                "their order is unknown"
+            )
+        previous = item
+        call_id = item.wire.get("call_id")
+        if item.type == "function_call" and call_id is not None:
+            if not isinstance(call_id, str):
+                raise _Damage(f"function call {item.id!r} has call_id {call_id!r}")
+            if call_id in calls:
+                raise _Damage(f"two function calls have call_id {call_id!r}")
+            calls[call_id] = index
+    for index, item in enumerate(items):
+        if item.type != "function_call_output":
+            continue
+        call_id = item.wire.get("call_id")
+        if not isinstance(call_id, str):
+            raise _Damage(f"function call output {item.id!r} has call_id {call_id!r}")
+        if calls.get(call_id, -1) > index:
+            raise _Damage(f"output {item.id!r} comes before its call {call_id!r}")
+
+
+def snapshot_from_rows(
+    where: str,
+    conversation_id: str,
+    conversation: Sequence[Any],
+    items: Sequence[Sequence[Any]],
+    approvals: Sequence[Sequence[Any]],
+    outputs: Sequence[Sequence[Any]],
+) -> SessionSnapshot:
+    """The checked snapshot of one conversation's rows (module docstring)."""
+    try:
+        created, updated, agent, usage, count = conversation
+        stored = tuple(_item(row) for row in items)
+        _check_items(stored, count)
+        pending: dict[str, dict[str, Any]] = {}
+        for call_id, call in approvals:
+            wire = _decode(_mapping, call, f"the pending approval of call {call_id!r}")
+            if wire.get("call_id") != call_id:
+                raise _Damage(f"the pending approval of {call_id!r} is of {wire.get('call_id')!r}")
+            pending[call_id] = wire
+        return SessionSnapshot(
+            conversation_id=conversation_id,
+            created_at=_time(created, "created_at"),
+            updated_at=_time(updated, "updated_at"),
+            agent=_text(agent, "the agent", optional=True),
+            items=stored,
+            approvals=pending,
+            outputs={
+                _text(call_id, "a pending output's call id"): _decode(
+                    _any, output, f"the pending output of call {call_id!r}"
+                )
+                for call_id, output in outputs
+            },
+            usage=_decode(_usage, usage, "the usage totals"),
+        )
+    except _Damage as damage:
+        raise _corrupt(where, conversation_id, str(damage)) from None
+
+
+def _corrupt(where: str, conversation_id: str, problem: str) -> StoreCorrupt:
+    return StoreCorrupt(
+        f"{subject(where, conversation_id)}: the stored conversation is damaged: {problem}. "
+        "Nothing was resumed from it: restore the store from a backup, or delete this "
+        "conversation (delete_conversation) and start it again",
+        store=where,
+        conversation_id=conversation_id,
+    )
