@@ -6,12 +6,15 @@
 * :class:`ConversationRecorder` — sans-I/O: server events in, :mod:`store operations
   <voxwire.store.ops>` out, so a session only forwards what it receives.
 * :class:`SessionSnapshot` — the versioned JSON form of a conversation and its session state.
+* :class:`Lease`, :class:`HeldConversation` — one live writer per conversation, with a fencing
+  token (:mod:`voxwire.store.lease`).
 * :func:`replay_items`, :func:`conversation_state`, :func:`wire_item` — item integrity on replay.
 
 docs/persistence.md describes the API, the schema and the snapshot format.
 """
 
 from voxwire.store.base import ConversationInfo, ConversationStore
+from voxwire.store.lease import DEFAULT_LEASE_TTL_S, HeldConversation, Lease
 from voxwire.store.ops import (
     DeleteItem,
     DropApproval,
@@ -42,6 +45,7 @@ from voxwire.store.snapshot import (
 from voxwire.store.sqlite import SQLiteStore
 
 __all__ = [
+    "DEFAULT_LEASE_TTL_S",
     "POSITION_GAP",
     "SNAPSHOT_VERSION",
     "AudioPolicy",
@@ -51,6 +55,8 @@ __all__ = [
     "DeleteItem",
     "DropApproval",
     "DropOutput",
+    "HeldConversation",
+    "Lease",
     "MoveItems",
     "Origin",
     "PutApproval",

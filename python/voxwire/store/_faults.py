@@ -8,6 +8,8 @@ imports neither.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Final
 
 from voxwire.exceptions import (
@@ -61,9 +63,7 @@ def sqlite_error(exc: Exception, where: str, conversation_id: str | None, doing:
             f"the disk is full ({text}); nothing of this write was stored: free space on the "
             "file system holding the store (and its -wal file), then go on",
         )
-    elif primary == _SQLITE_READONLY or (
-        primary == _SQLITE_CANTOPEN and "readonly" in getattr(exc, "sqlite_errorname", "").lower()
-    ):
+    elif primary == _SQLITE_READONLY or (primary == _SQLITE_CANTOPEN and _read_only(where)):
         kind, what = (
             StoreReadOnly,
             f"it is read-only ({text}): SQLite writes the file and the -wal and -shm files beside "
@@ -80,13 +80,27 @@ def sqlite_error(exc: Exception, where: str, conversation_id: str | None, doing:
             f"another process held the write lock too long ({text}): raise busy_timeout_s, or "
             "look for a process that keeps a transaction open on this file"
         )
-    elif primary == _SQLITE_ERROR and "no such table" in text:
-        kind, what = StoreSchemaError, f"a table is missing ({text}); {_RESTORE}"
+    elif "Could not decode to UTF-8" in text:  # a changed byte in a text column
+        kind, what = StoreCorrupt, f"a row is damaged ({text[:200]}); {_RESTORE}"
+    elif isinstance(exc, UnicodeDecodeError):  # raised by the driver reading a damaged row
+        kind, what = StoreCorrupt, f"a row is damaged (text that is not UTF-8: {exc}); {_RESTORE}"
+    elif primary == _SQLITE_ERROR and ("no such table" in text or "no such column" in text):
+        kind, what = StoreSchemaError, f"a table is missing or incomplete ({text}); {_RESTORE}"
     elif primary == _SQLITE_IOERR:
         what = f"the disk reported an I/O error ({text}); check the device and its free space"
     else:
         what = f"SQLite failed ({type(exc).__name__}: {text})"
     return kind(f"{head}: {what}", store=where, conversation_id=conversation_id)
+
+
+def _read_only(path: str) -> bool:
+    """Whether the store's file, or the directory that must hold its -wal and -shm files, cannot
+    be written (a read-only mount says so even to root)."""
+    file = Path(path)
+    directory = file.parent
+    return (directory.is_dir() and not os.access(directory, os.W_OK)) or (
+        file.exists() and not os.access(file, os.W_OK)
+    )
 
 
 # PostgreSQL SQLSTATE classes and codes (https://www.postgresql.org/docs/current/errcodes-appendix.html).

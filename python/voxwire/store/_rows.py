@@ -17,6 +17,7 @@ Any failure is a :class:`~voxwire.exceptions.StoreCorrupt` naming the row and th
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final, get_args
@@ -28,7 +29,15 @@ from voxwire.store._faults import subject
 from voxwire.store.base import ConversationInfo
 from voxwire.store.snapshot import Origin, SessionSnapshot, StoredItem, UsageTotals
 
-__all__ = ["info_from_row", "moment", "snapshot_from_rows"]
+__all__ = [
+    "info_from_row",
+    "keyed_checksum",
+    "moment",
+    "position_check",
+    "row_checksum",
+    "snapshot_from_rows",
+    "text_check",
+]
 
 _transcripts: Final = msgspec.json.Decoder(dict[int, str])
 _truncations: Final = msgspec.json.Decoder(dict[int, int])
@@ -40,6 +49,35 @@ _ORIGINS: Final = frozenset(get_args(Origin))
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MAX_MICROSECONDS: Final = 253_402_300_799_000_000  # 9999-12-31T23:59:59Z
 _DECODE_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError, ValueError, TypeError)
+
+
+def row_checksum(
+    item_id: str,
+    origin: str,
+    response_id: str | None,
+    wire: str,
+    transcripts: str,
+    truncated: str,
+    audio: bytes | None,
+) -> int:
+    """CRC-32 of an item row's content as stored (its position has its own,
+    :func:`position_check`, because renumbering rewrites positions alone)."""
+    text = "\x00".join((item_id, origin, response_id or "", wire, transcripts, truncated))
+    return zlib.crc32(audio or b"", zlib.crc32(text.encode()))
+
+
+def position_check(item_id: str, position: int) -> int:
+    return zlib.crc32(f"{item_id}\x00{position}".encode())
+
+
+def text_check(text: str | None) -> int:
+    """CRC-32 of a conversation's agent or usage column (``None``: no agent)."""
+    return zlib.crc32(b"\xff" if text is None else text.encode())
+
+
+def keyed_checksum(call_id: str, payload: str) -> int:
+    """CRC-32 of a pending approval's or output's row."""
+    return zlib.crc32(f"{call_id}\x00{payload}".encode())
 
 
 class _Damage(Exception):
@@ -90,11 +128,15 @@ def info_from_row(where: str, row: Sequence[Any]) -> ConversationInfo:
 
 
 def _item(row: Sequence[Any]) -> StoredItem:
-    item_id, position, wire, transcripts, truncated, audio, response_id, origin = row
+    item_id, position, wire, transcripts, truncated, audio, response_id, origin = row[:8]
     label = f"item {item_id!r}"
     _text(item_id, "an item id")
     if isinstance(position, bool) or not isinstance(position, int):
         raise _Damage(f"{label} has position {position!r}, not an integer")
+    if isinstance(audio, memoryview):
+        audio = bytes(audio)
+    if len(row) > 8:
+        _verify_item(row[8], row[9], label, row[:8], audio)
     decoded = _decode(_mapping, wire, f"the wire JSON of {label}")
     if decoded.get("id") != item_id:
         raise _Damage(f"{label} holds the wire form of item {decoded.get('id')!r}")
@@ -112,6 +154,24 @@ def _item(row: Sequence[Any]) -> StoredItem:
         response_id=_text(response_id, f"the response id of {label}", optional=True),
         origin=origin,
     )
+
+
+def _verify_item(
+    checksum: object, check: object, label: str, row: Sequence[Any], audio: Any
+) -> None:
+    """The row's checksums (``None``: written before schema version 3, not checked)."""
+    item_id, position, wire, transcripts, truncated, _, response_id, origin = row
+    if checksum is not None:
+        texts = (item_id, origin, response_id, wire, transcripts, truncated)
+        if not all(isinstance(t, str) for t in texts if t is not None) or not isinstance(
+            audio, bytes | None
+        ):
+            raise _Damage(f"{label} has a column of the wrong type")
+        found = row_checksum(item_id, origin, response_id, wire, transcripts, truncated, audio)
+        if found != checksum:
+            raise _Damage(f"{label}'s content does not match its checksum (a changed byte)")
+    if check is not None and position_check(item_id, position) != check:
+        raise _Damage(f"{label}'s position {position} does not match its checksum")
 
 
 def _check_items(items: Sequence[StoredItem], count: object) -> None:
@@ -160,11 +220,19 @@ def snapshot_from_rows(
 ) -> SessionSnapshot:
     """The checked snapshot of one conversation's rows (module docstring)."""
     try:
-        created, updated, agent, usage, count = conversation
+        created, updated, agent, usage, count, waiting, agent_check, usage_check = conversation
+        _verify_conversation(agent, usage, agent_check, usage_check)
         stored = tuple(_item(row) for row in items)
         _check_items(stored, count)
+        if waiting is not None and waiting != len(approvals) + len(outputs):
+            raise _Damage(
+                f"{len(approvals)} pending approval(s) and {len(outputs)} pending output(s) "
+                f"found but the conversation's last write left {waiting} in all: rows were "
+                "deleted or added outside voxwire, or the file lost pages"
+            )
         pending: dict[str, dict[str, Any]] = {}
-        for call_id, call in approvals:
+        for call_id, call, *checksum in approvals:
+            _verify_keyed("pending approval", call_id, call, checksum)
             wire = _decode(_mapping, call, f"the pending approval of call {call_id!r}")
             if wire.get("call_id") != call_id:
                 raise _Damage(f"the pending approval of {call_id!r} is of {wire.get('call_id')!r}")
@@ -180,12 +248,33 @@ def snapshot_from_rows(
                 _text(call_id, "a pending output's call id"): _decode(
                     _any, output, f"the pending output of call {call_id!r}"
                 )
-                for call_id, output in outputs
+                for call_id, output, *checksum in outputs
+                if _verify_keyed("pending output", call_id, output, checksum)
             },
             usage=_decode(_usage, usage, "the usage totals"),
         )
     except _Damage as damage:
         raise _corrupt(where, conversation_id, str(damage)) from None
+
+
+def _verify_conversation(
+    agent: object, usage: object, agent_check: object, usage_check: object
+) -> None:
+    if agent_check is not None and (
+        not isinstance(agent, str | None) or text_check(agent) != agent_check
+    ):
+        raise _Damage(f"the agent {agent!r} does not match its checksum (a changed byte)")
+    if usage_check is not None and (not isinstance(usage, str) or text_check(usage) != usage_check):
+        raise _Damage("the usage totals do not match their checksum (a changed byte)")
+
+
+def _verify_keyed(what: str, call_id: object, payload: object, checksum: list[Any]) -> bool:
+    if checksum and checksum[0] is not None:
+        if not isinstance(call_id, str) or not isinstance(payload, str):
+            raise _Damage(f"the {what} row of call {call_id!r} has a column of the wrong type")
+        if keyed_checksum(call_id, payload) != checksum[0]:
+            raise _Damage(f"the {what} of call {call_id!r} does not match its checksum")
+    return True
 
 
 def _corrupt(where: str, conversation_id: str, problem: str) -> StoreCorrupt:

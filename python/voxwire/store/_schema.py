@@ -68,11 +68,22 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "CREATE INDEX items_by_call ON items (conversation_id, call_id)",
     ),
     (
-        # The item count a load checks, and the conversation's lease (voxwire.store.lease).
+        # The item count a load checks, the conversation's lease (voxwire.store.lease) …
         "ALTER TABLE conversations ADD COLUMN item_count {bigint}",
         "ALTER TABLE conversations ADD COLUMN lease_holder TEXT",
         "ALTER TABLE conversations ADD COLUMN lease_token {bigint} NOT NULL DEFAULT 0",
         "ALTER TABLE conversations ADD COLUMN lease_expires {bigint} NOT NULL DEFAULT 0",
+        # CRC-32 of each row's content (voxwire.store._rows); NULL in rows written before.
+        "ALTER TABLE items ADD COLUMN checksum {bigint}",
+        "ALTER TABLE items ADD COLUMN position_check {bigint}",
+        "ALTER TABLE approvals ADD COLUMN checksum {bigint}",
+        "ALTER TABLE outputs ADD COLUMN checksum {bigint}",
+        "ALTER TABLE conversations ADD COLUMN pending_count {bigint}",
+        "ALTER TABLE conversations ADD COLUMN agent_check {bigint}",
+        "ALTER TABLE conversations ADD COLUMN usage_check {bigint}",
+        "UPDATE conversations SET pending_count = "
+        "(SELECT count(*) FROM approvals a WHERE a.conversation_id = conversations.id) + "
+        "(SELECT count(*) FROM outputs o WHERE o.conversation_id = conversations.id)",
         "UPDATE conversations SET item_count = "
         "(SELECT count(*) FROM items WHERE items.conversation_id = conversations.id)",
     ),

@@ -41,7 +41,7 @@ from voxwire.exceptions import (
     StoreError,
 )
 from voxwire.store._faults import subject
-from voxwire.store._rows import info_from_row, moment, snapshot_from_rows
+from voxwire.store._rows import info_from_row, moment, snapshot_from_rows, text_check
 from voxwire.store._schema import (
     MIGRATIONS,
     SCHEMA_TABLE,
@@ -51,21 +51,11 @@ from voxwire.store._schema import (
     voxwire_version,
     with_paramstyle,
 )
+from voxwire.store._writes import COUNT_ROWS, COUNTED, PUT_ITEM, Step, item_row, op_steps
 from voxwire.store.base import ConversationInfo, ConversationStore
 from voxwire.store.lease import DEFAULT_LEASE_TTL_S, Lease, check_ttl, default_holder
-from voxwire.store.ops import (
-    DeleteItem,
-    DropApproval,
-    DropOutput,
-    MoveItems,
-    PutApproval,
-    PutItem,
-    PutOutput,
-    SetAgent,
-    SetUsage,
-    StoreOp,
-)
-from voxwire.store.snapshot import SessionSnapshot, StoredItem, UsageTotals
+from voxwire.store.ops import PutApproval, PutOutput, StoreOp
+from voxwire.store.snapshot import SessionSnapshot, UsageTotals
 
 __all__ = [  # the schema's names are re-exported for the backends
     "MIGRATIONS",
@@ -82,109 +72,19 @@ __all__ = [  # the schema's names are re-exported for the backends
 ]
 
 _EPOCH: Final = moment(0)
-
-# --- rows ---------------------------------------------------------------------------------------
-
 _json: Final = msgspec.json.Encoder()
 
-_ITEM_COLUMNS: Final = (
-    "conversation_id, item_id, position, type, role, call_id, origin, response_id, wire, "
-    "transcripts, truncated_ms, audio"
-)
-PUT_ITEM: Final = (
-    f"INSERT INTO items ({_ITEM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (conversation_id, item_id) DO UPDATE SET position = excluded.position, "
-    "type = excluded.type, role = excluded.role, call_id = excluded.call_id, "
-    "origin = excluded.origin, response_id = excluded.response_id, wire = excluded.wire, "
-    "transcripts = excluded.transcripts, truncated_ms = excluded.truncated_ms, "
-    "audio = excluded.audio"
-)
-_PUT_KEYED: Final = (
-    "INSERT INTO {table} (conversation_id, call_id, {column}, created_at) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT (conversation_id, call_id) DO UPDATE SET {column} = excluded.{column}"
-)
-PUT_APPROVAL: Final = _PUT_KEYED.format(table="approvals", column="call")
-PUT_OUTPUT: Final = _PUT_KEYED.format(table="outputs", column="output")
 _INFO: Final = (
     "SELECT c.id, c.created_at, c.updated_at, c.agent, "
     "(SELECT count(*) FROM items i WHERE i.conversation_id = c.id) FROM conversations c"
 )
 
 
-def item_row(conversation_id: str, item: StoredItem) -> tuple[Any, ...]:
-    return (
-        conversation_id,
-        item.id,
-        item.position,
-        item.type,
-        item.role,
-        item.call_id,
-        item.origin,
-        item.response_id,
-        _json.encode(item.wire).decode(),
-        _json.encode(item.transcripts).decode(),
-        _json.encode(item.truncated_ms).decode(),
-        msgspec.msgpack.encode(item.audio) if item.audio else None,
-    )
-
-
 def _microseconds(at: datetime) -> int:
     return (at - _EPOCH) // timedelta(microseconds=1)
 
 
-def op_steps(conversation_id: str, op: StoreOp, now: int) -> list[Step]:
-    """The statements of one operation; :class:`ConfigurationError` for one that cannot be
-    stored (a value that is not JSON, an integer beyond 64 bits, not an operation at all)."""
-    try:
-        return _op_steps(conversation_id, op, now)
-    except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
-        raise ConfigurationError(
-            f"conversation {conversation_id!r}: {type(op).__name__} cannot be stored ({exc}): "
-            "items, calls and outputs must be JSON values (str, int, float, bool, None, lists "
-            "and dicts with string keys)"
-        ) from None
-
-
-def _op_steps(conversation_id: str, op: StoreOp, now: int) -> list[Step]:
-    cid = conversation_id
-    if isinstance(op, PutItem):
-        return [Step(PUT_ITEM, item_row(cid, op.item))]
-    if isinstance(op, DeleteItem):
-        return [
-            Step("DELETE FROM items WHERE conversation_id = ? AND item_id = ?", (cid, op.item_id))
-        ]
-    if isinstance(op, MoveItems):
-        rows = [(position, cid, item_id) for item_id, position in op.positions.items()]
-        sql = "UPDATE items SET position = ? WHERE conversation_id = ? AND item_id = ?"
-        return [Step(sql, rows, many=True)] if rows else []
-    if isinstance(op, SetAgent):
-        return [Step("UPDATE conversations SET agent = ? WHERE id = ?", (op.name, cid))]
-    if isinstance(op, PutApproval):
-        return [Step(PUT_APPROVAL, (cid, op.call_id, _json.encode(op.call).decode(), now))]
-    if isinstance(op, PutOutput):
-        return [Step(PUT_OUTPUT, (cid, op.call_id, _json.encode(op.output).decode(), now))]
-    if isinstance(op, DropApproval | DropOutput):
-        table = "approvals" if isinstance(op, DropApproval) else "outputs"
-        sql = f"DELETE FROM {table} WHERE conversation_id = ? AND call_id = ?"
-        return [Step(sql, (cid, op.call_id))]
-    if isinstance(op, SetUsage):
-        usage = _json.encode(op.usage).decode()
-        return [Step("UPDATE conversations SET usage = ? WHERE id = ?", (usage, cid))]
-    raise TypeError(f"{op!r} is not a store operation (voxwire.store.ops)")
-
-
 # --- the shared implementation ------------------------------------------------------------------
-
-
-class Step(NamedTuple):
-    """One statement of a transaction. ``many``: ``params`` is a list of parameter tuples.
-    ``required``: the transaction is rolled back (:class:`StepFoundNothing`) if it touches no
-    row."""
-
-    sql: str
-    params: Any = ()
-    many: bool = False
-    required: bool = False
 
 
 class Outcome(NamedTuple):
@@ -253,12 +153,18 @@ class SQLStore(ConversationStore):
             else f"conv_{uuid.uuid4().hex}"
         )
         now = time.time_ns() // 1000
-        count = ", item_count" if self._leases else ""
+        usage = _json.encode(UsageTotals()).decode()
+        columns, values = "", ""
+        params: tuple[Any, ...] = (cid, now, now, agent, usage)
+        if self._leases:
+            columns = ", item_count, pending_count, agent_check, usage_check"
+            values = ", 0, 0, ?, ?"
+            params += (text_check(agent), text_check(usage))
         steps = [
             Step(
-                f"INSERT INTO conversations (id, created_at, updated_at, agent, usage{count}) "
-                f"VALUES (?, ?, ?, ?, ?{', 0' if count else ''}) ON CONFLICT (id) DO NOTHING",
-                (cid, now, now, agent, _json.encode(UsageTotals()).decode()),
+                f"INSERT INTO conversations (id, created_at, updated_at, agent, usage{columns}) "
+                f"VALUES (?, ?, ?, ?, ?{values}) ON CONFLICT (id) DO NOTHING",
+                params,
                 required=True,
             )
         ]
@@ -340,9 +246,9 @@ class SQLStore(ConversationStore):
         steps = [self._guard(cid, lease, now)]
         for index, op in enumerate(ops):
             # Pending approvals and outputs load in the order they were put.
-            steps += op_steps(cid, op, now + index)
-        if self._leases and any(isinstance(op, PutItem | DeleteItem) for op in ops):
-            steps.append(_COUNT_ITEMS._replace(params=(cid, cid)))
+            steps += op_steps(cid, op, now + index, self._leases)
+        if self._leases and any(isinstance(op, COUNTED) for op in ops):
+            steps.append(COUNT_ROWS._replace(params=(cid,) * 4))
         try:
             await self._transaction(steps, write=True, conversation_id=cid, doing="write")
         except StepFoundNothing:
@@ -350,7 +256,13 @@ class SQLStore(ConversationStore):
 
     async def load(self, conversation_id: str) -> SessionSnapshot:
         cid = _check_id(conversation_id)
-        count = "item_count" if self._leases else "NULL"
+        count = (
+            "item_count, pending_count, agent_check, usage_check"
+            if self._leases
+            else "NULL, NULL, NULL, NULL"
+        )
+        check = ", checksum, position_check" if self._leases else ""
+        keyed = ", checksum" if self._leases else ""
         outcomes = await self._transaction(
             [
                 Step(
@@ -360,17 +272,17 @@ class SQLStore(ConversationStore):
                 ),
                 Step(
                     "SELECT item_id, position, wire, transcripts, truncated_ms, audio, "
-                    "response_id, origin FROM items WHERE conversation_id = ? "
+                    f"response_id, origin{check} FROM items WHERE conversation_id = ? "
                     "ORDER BY position, item_id",
                     (cid,),
                 ),
                 Step(
-                    "SELECT call_id, call FROM approvals WHERE conversation_id = ? "
+                    f"SELECT call_id, call{keyed} FROM approvals WHERE conversation_id = ? "
                     "ORDER BY created_at, call_id",
                     (cid,),
                 ),
                 Step(
-                    "SELECT call_id, output FROM outputs WHERE conversation_id = ? "
+                    f"SELECT call_id, output{keyed} FROM outputs WHERE conversation_id = ? "
                     "ORDER BY created_at, call_id",
                     (cid,),
                 ),
@@ -395,6 +307,7 @@ class SQLStore(ConversationStore):
             for table in (("items", "approvals", "outputs") if replace else ())
         ]
         if snapshot.items:
+            self._need_leases(cid)
             rows = [item_row(cid, item) for item in snapshot.items]
             steps.append(Step(PUT_ITEM, rows, many=True))
         keyed: list[StoreOp] = [
@@ -402,9 +315,9 @@ class SQLStore(ConversationStore):
             *(PutOutput(call_id=key, output=output) for key, output in snapshot.outputs.items()),
         ]
         for index, op in enumerate(keyed):
-            steps += op_steps(cid, op, now + index)
+            steps += op_steps(cid, op, now + index, self._leases)
         if self._leases:
-            steps.append(_COUNT_ITEMS._replace(params=(cid, cid)))
+            steps.append(COUNT_ROWS._replace(params=(cid,) * 4))
         try:
             await self._transaction(steps, write=True, conversation_id=cid, doing="import it")
         except StepFoundNothing:
@@ -429,19 +342,25 @@ class SQLStore(ConversationStore):
             snapshot.agent,
             _json.encode(snapshot.usage).decode(),
         ]
+        columns = values = ""
+        if self._leases:
+            columns, values = ", agent_check, usage_check", ", ?, ?"
+            params += [text_check(snapshot.agent), text_check(params[4])]
         if replace:
             update = (
                 "UPDATE SET created_at = excluded.created_at, updated_at = excluded.updated_at, "
                 "agent = excluded.agent, usage = excluded.usage"
             )
+            if self._leases:
+                update += ", agent_check = excluded.agent_check, usage_check = excluded.usage_check"
             if self._leases and lease is None:
                 update += " WHERE conversations.lease_expires <= {now}"
             elif self._leases and lease is not None:
                 update += " WHERE conversations.lease_token = ?"
                 params.append(self._token(snapshot.conversation_id, lease))
         sql = (
-            "INSERT INTO conversations (id, created_at, updated_at, agent, usage) "
-            f"VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO {update}"
+            f"INSERT INTO conversations (id, created_at, updated_at, agent, usage{columns}) "
+            f"VALUES (?, ?, ?, ?, ?{values}) ON CONFLICT (id) DO {update}"
         )
         return Step(self._sql(sql), tuple(params), required=True)
 
@@ -546,7 +465,8 @@ class SQLStore(ConversationStore):
         if not self._leases:
             raise StoreError(
                 f"{subject(self._where, cid)}: this store was opened at schema version "
-                f"{self._version}, which has no leases: open it without schema_version=",
+                f"{self._version}, which has no leases or checksums: open it without "
+                "schema_version=",
                 store=self._where,
                 conversation_id=cid,
             )
@@ -591,9 +511,3 @@ class SQLStore(ConversationStore):
             store=self._where,
             conversation_id=conversation_id,
         )
-
-
-_COUNT_ITEMS: Final = Step(
-    "UPDATE conversations SET item_count = "
-    "(SELECT count(*) FROM items WHERE conversation_id = ?) WHERE id = ?"
-)

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Final, Literal
 
-from voxwire.exceptions import ConfigurationError, StoreError
+from voxwire.exceptions import ConfigurationError, StoreCorrupt, StoreError
 from voxwire.store._faults import sqlite_error, subject
 from voxwire.store._sql import (
     SCHEMA_TABLE,
@@ -45,6 +45,7 @@ from voxwire.store._sql import (
 __all__ = ["SQLiteStore"]
 
 _TYPES: Final = {"bigint": "INTEGER", "blob": "BLOB"}
+_HEADER_BYTES: Final = 100  # https://www.sqlite.org/fileformat.html#the_database_header
 
 
 class SQLiteStore(SQLStore):
@@ -124,7 +125,7 @@ class SQLiteStore(SQLStore):
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._executor, _run, connection, steps, write)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise sqlite_error(exc, self._where, conversation_id, doing) from exc
         except OverflowError as exc:  # a Python int beyond SQLite's 64-bit INTEGER
             raise ConfigurationError(
@@ -147,6 +148,14 @@ def _connect(
 ) -> tuple[sqlite3.Connection, int]:
     """Open the file, set it up and migrate it (in the store's thread); the connection and the
     schema version it is at."""
+    size = path.stat().st_size if path.is_file() else 0
+    if 0 < size < _HEADER_BYTES:  # SQLite would take it for an empty database and overwrite it
+        raise StoreCorrupt(
+            f"the store {path}: cannot open it: the file has {size} bytes, fewer than a SQLite "
+            "database's header: it is cut short or not a store; restore it from a backup, or "
+            "move it away to start an empty store",
+            store=str(path),
+        )
     try:
         connection = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None)
     except sqlite3.Error as exc:
@@ -156,7 +165,7 @@ def _connect(
         connection.execute(f"PRAGMA synchronous = {synchronous}")
         connection.execute("PRAGMA foreign_keys = ON")
         version = _migrate(connection, path, schema_version)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
         connection.close()
         raise sqlite_error(exc, str(path), None, "open it") from exc
     except BaseException:
