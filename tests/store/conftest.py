@@ -16,6 +16,7 @@ import pwd
 import shutil
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -29,6 +30,20 @@ import pytest
 from voxwire.store import ConversationStore, SQLiteStore
 
 PG_BIN_GLOB = "/usr/lib/postgresql/*/bin"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def spawn(module: str, *args: str) -> subprocess.Popen[str]:
+    """``python -m module args`` with this checkout's sources first, pipes for its output."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT)])}
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _pg_bin() -> Path | None:

@@ -24,7 +24,13 @@ from voxwire.exceptions import (
     StoreVersionError,
 )
 from voxwire.protocol.items import FunctionCallItem
-from voxwire.store import ConversationRecorder, SessionSnapshot, SQLiteStore, StoreOp
+from voxwire.store import (
+    ConversationRecorder,
+    ConversationStore,
+    SessionSnapshot,
+    SQLiteStore,
+    StoreOp,
+)
 
 CONVERSATIONS = {"main": 6, "other": 2}
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -39,26 +45,31 @@ PHRASES: dict[type[StoreError], tuple[str, ...]] = {
 
 
 async def build(path: Path) -> dict[str, SessionSnapshot]:
-    """Write the store at ``path``; the conversations as loaded from it."""
+    """Write the SQLite store at ``path``; the conversations as loaded from it."""
     store = await SQLiteStore.open(path)
     try:
-        for cid, turns in CONVERSATIONS.items():
-            info = await store.create(cid)
-            recorder = ConversationRecorder(cid, info.created_at)
-            ops: list[StoreOp] = list(recorder.set_agent("concierge"))
-            previous: str | None = None
-            for turn in range(turns):
-                ops += _turn(recorder, f"{cid}{turn}", previous)
-                previous = f"{cid}{turn}-a"
-            waiting = call(f"{cid}-w", f"{cid}-call-w", arguments='{"refund": 12}')
-            ops += recorder.receive(output_added(waiting, "r-wait"))
-            ops += recorder.receive(added(waiting, previous))
-            ops += recorder.approval_pending(FunctionCallItem(**_fields(waiting)))
-            ops += recorder.output_ready(f"{cid}-call-x", {"done": True, "n": 0})
-            await store.apply(cid, ops)
-        return {cid: await store.load(cid) for cid in CONVERSATIONS}
+        return await fill(store)
     finally:
         await store.close()
+
+
+async def fill(store: ConversationStore) -> dict[str, SessionSnapshot]:
+    """Write the conversations into ``store``; as loaded back."""
+    for cid, turns in CONVERSATIONS.items():
+        info = await store.create(cid)
+        recorder = ConversationRecorder(cid, info.created_at)
+        ops: list[StoreOp] = list(recorder.set_agent("concierge"))
+        previous: str | None = None
+        for turn in range(turns):
+            ops += _turn(recorder, f"{cid}{turn}", previous)
+            previous = f"{cid}{turn}-a"
+        waiting = call(f"{cid}-w", f"{cid}-call-w", arguments='{"refund": 12}')
+        ops += recorder.receive(output_added(waiting, "r-wait"))
+        ops += recorder.receive(added(waiting, previous))
+        ops += recorder.approval_pending(FunctionCallItem(**_fields(waiting)))
+        ops += recorder.output_ready(f"{cid}-call-x", {"done": True, "n": 0})
+        await store.apply(cid, ops)
+    return {cid: await store.load(cid) for cid in CONVERSATIONS}
 
 
 def _fields(wire: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.store.damage import CONVERSATIONS, build, copy, flip, probe, sql, truncate
+from tests.store.conftest import Backend
+from tests.store.damage import CONVERSATIONS, build, copy, fill, flip, probe, sql, truncate
 from tests.store.frames import run, user
 from voxwire.exceptions import (
     StoreCorrupt,
@@ -131,14 +132,18 @@ def _duplicate(path: Path, item_id: str, consistent: bool) -> None:
 
 
 def _one(path: Path, snapshots: dict[str, SessionSnapshot]) -> StoreError:
-    outcome = run(_first_error(path, snapshots))
+    outcome = run(_first_error(Backend("sqlite", str(path)), snapshots))
     assert outcome is not None, "the damage went unnoticed"
     return outcome
 
 
-async def _first_error(path: Path, snapshots: dict[str, SessionSnapshot]) -> StoreError | None:
+async def _first_error(
+    backend: Backend, snapshots: dict[str, SessionSnapshot]
+) -> StoreError | None:
+    """The first error of opening the store and loading each conversation (``None``: all
+    loaded)."""
     try:
-        store = await SQLiteStore.open(path)
+        store = await backend.open()
     except StoreError as exc:
         return exc
     try:
@@ -262,17 +267,42 @@ EDITS = {
 
 
 @pytest.mark.parametrize("case", sorted(EDITS))
-def test_edited_rows_and_schema_fail_with_what_is_wrong(
-    original: tuple[Path, dict[str, SessionSnapshot]], tmp_path: Path, case: str
-) -> None:
-    base, snapshots = original
+def test_edited_rows_and_schema_fail_with_what_is_wrong(backend: Backend, case: str) -> None:
     statement, kind, words = EDITS[case]
-    target = copy(base, tmp_path / "c.db")
-    sql(target, statement)
-    error = _one(target, snapshots)
+    if backend.name == "postgres" and case == "a position made text":
+        pytest.skip("PostgreSQL's bigint column refuses text: this damage cannot happen there")
+
+    async def body() -> StoreError | None:
+        store = await backend.open()
+        snapshots = await fill(store)
+        await store.close()
+        backend.execute(statement)
+        return await _first_error(backend, snapshots)
+
+    error = run(body())
     assert type(error) is kind, error
     assert words in str(error), str(error)
-    assert str(target) in str(error)
+    assert error.store is not None
+    assert f"the store {error.store}" in str(error)
+    if backend.name == "postgres":
+        assert f"schema {backend.schema}" in error.store
+
+
+def test_a_read_only_postgresql_is_reported_as_read_only(backend: Backend) -> None:
+    if backend.name != "postgres":
+        pytest.skip("the SQLite case is the read-only file system above")
+    # What a hot standby (or a read-only role default) does to every transaction.
+    readonly = Backend(
+        "postgres",
+        f"{backend.target} options='-c default_transaction_read_only=on'",
+        backend.schema,
+    )
+    with pytest.raises(StoreReadOnly) as caught:
+        run(readonly.open())
+    message = str(caught.value)
+    assert "cannot open it: the database refuses writes" in message
+    assert "connect to the primary, not a standby" in message
+    assert f"schema {backend.schema}" in message
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -4,44 +4,23 @@ loop staying free during a large write — on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.store.conftest import Backend
+from tests.store.conftest import Backend, spawn
 from tests.store.frames import run, user
 from voxwire.exceptions import StoreVersionError
 from voxwire.store import PutItem, StoredItem
 from voxwire.store._schema import SCHEMA_VERSION
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def writer(
     backend: Backend, conversation_id: str, count: int, *shared: str
 ) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT)])}
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.store.writer",
-            *backend.argv(),
-            conversation_id,
-            str(count),
-            *shared,
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return spawn("tests.store.writer", *backend.argv(), conversation_id, str(count), *shared)
 
 
 def test_several_writer_processes_share_one_store(backend: Backend) -> None:

@@ -146,7 +146,8 @@ def migration_statements(
             f"the store {where} has schema version {current}, written by voxwire {written_by}; "
             f"this voxwire ({voxwire_version()}) knows schema versions up to {SCHEMA_VERSION}. "
             f"Upgrade voxwire to at least {written_by} (pip install -U voxwire), or point this "
-            "process at another store"
+            "process at another store",
+            store=where,
         )
     steps: list[tuple[str, tuple[Any, ...]]] = [
         (sql.format(**types), ()) for migration in MIGRATIONS[current:upto] for sql in migration

@@ -207,6 +207,13 @@ class SQLStore(ConversationStore):
     ) -> list[ConversationInfo]:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ConfigurationError(f"limit={limit!r}: must be an integer of at least 1")
+        if updated_before is not None and (
+            not isinstance(updated_before, datetime) or updated_before.utcoffset() is None
+        ):
+            raise ConfigurationError(
+                f"updated_before={updated_before!r}: expected an aware datetime (the "
+                "updated_at of the last conversation of the previous page)"
+            )
         if updated_before is None:
             step = Step(f"{_INFO} ORDER BY c.updated_at DESC, c.id LIMIT ?", (limit,))
         else:
