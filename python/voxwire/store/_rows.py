@@ -103,14 +103,15 @@ def _text(value: object, what: str, *, optional: bool = False) -> Any:
 
 
 def _decode(decoder: Any, value: object, what: str) -> Any:
-    if isinstance(value, memoryview):
-        value = bytes(value)
-    if not isinstance(value, str | bytes):
-        raise _Damage(f"{what} is {type(value).__name__}, not encoded text")
     try:
         return decoder.decode(value)
-    except _DECODE_ERRORS as exc:
+    except _DECODE_ERRORS as exc:  # (a value that is not str/bytes is a TypeError)
         raise _Damage(f"{what} cannot be decoded ({exc})") from None
+
+
+def _mapping_of(decoder: Any, value: object, what: str) -> Any:
+    """A keyed column: most rows hold ``{}``, which needs no decoder call."""
+    return {} if value == "{}" else _decode(decoder, value, what)
 
 
 def info_from_row(where: str, row: Sequence[Any]) -> ConversationInfo:
@@ -129,49 +130,49 @@ def info_from_row(where: str, row: Sequence[Any]) -> ConversationInfo:
 
 def _item(row: Sequence[Any]) -> StoredItem:
     item_id, position, wire, transcripts, truncated, audio, response_id, origin = row[:8]
-    label = f"item {item_id!r}"
-    _text(item_id, "an item id")
+    if not isinstance(item_id, str) or not item_id:
+        raise _Damage(f"an item id is {item_id!r}, not a string")
     if isinstance(position, bool) or not isinstance(position, int):
-        raise _Damage(f"{label} has position {position!r}, not an integer")
+        raise _Damage(f"item {item_id!r} has position {position!r}, not an integer")
     if isinstance(audio, memoryview):
         audio = bytes(audio)
     if len(row) > 8:
-        _verify_item(row[8], row[9], label, row[:8], audio)
-    decoded = _decode(_mapping, wire, f"the wire JSON of {label}")
+        _verify_item(row[8], row[9], row[:8], audio)
+    decoded = _decode(_mapping, wire, f"the wire JSON of item {item_id!r}")
     if decoded.get("id") != item_id:
-        raise _Damage(f"{label} holds the wire form of item {decoded.get('id')!r}")
+        raise _Damage(f"item {item_id!r} holds the wire form of item {decoded.get('id')!r}")
     if not isinstance(decoded.get("type"), str):
-        raise _Damage(f"the wire form of {label} has no type")
+        raise _Damage(f"the wire form of item {item_id!r} has no type")
     if origin not in _ORIGINS:
-        raise _Damage(f"{label} has origin {origin!r}, not one of {sorted(_ORIGINS)}")
+        raise _Damage(f"item {item_id!r} has origin {origin!r}, not one of {sorted(_ORIGINS)}")
+    if response_id is not None and not isinstance(response_id, str):
+        raise _Damage(f"item {item_id!r} has response id {response_id!r}, not a string")
     return StoredItem(
         id=item_id,
         position=position,
         wire=decoded,
-        transcripts=_decode(_transcripts, transcripts, f"the transcripts of {label}"),
-        truncated_ms=_decode(_truncations, truncated, f"the truncations of {label}"),
-        audio=_decode(_audio, audio, f"the audio of {label}") if audio is not None else {},
-        response_id=_text(response_id, f"the response id of {label}", optional=True),
+        transcripts=_mapping_of(_transcripts, transcripts, f"the transcripts of item {item_id!r}"),
+        truncated_ms=_mapping_of(_truncations, truncated, f"the truncations of item {item_id!r}"),
+        audio=_decode(_audio, audio, f"the audio of item {item_id!r}") if audio else {},
+        response_id=response_id,
         origin=origin,
     )
 
 
-def _verify_item(
-    checksum: object, check: object, label: str, row: Sequence[Any], audio: Any
-) -> None:
+def _verify_item(checksum: object, check: object, row: Sequence[Any], audio: Any) -> None:
     """The row's checksums (``None``: written before schema version 3, not checked)."""
     item_id, position, wire, transcripts, truncated, _, response_id, origin = row
     if checksum is not None:
-        texts = (item_id, origin, response_id, wire, transcripts, truncated)
-        if not all(isinstance(t, str) for t in texts if t is not None) or not isinstance(
-            audio, bytes | None
-        ):
-            raise _Damage(f"{label} has a column of the wrong type")
-        found = row_checksum(item_id, origin, response_id, wire, transcripts, truncated, audio)
+        try:
+            found = row_checksum(item_id, origin, response_id, wire, transcripts, truncated, audio)
+        except (TypeError, AttributeError):  # a column of another type than written
+            found = None
         if found != checksum:
-            raise _Damage(f"{label}'s content does not match its checksum (a changed byte)")
+            raise _Damage(
+                f"item {item_id!r}'s content does not match its checksum (a changed byte)"
+            )
     if check is not None and position_check(item_id, position) != check:
-        raise _Damage(f"{label}'s position {position} does not match its checksum")
+        raise _Damage(f"item {item_id!r}'s position {position} does not match its checksum")
 
 
 def _check_items(items: Sequence[StoredItem], count: object) -> None:
