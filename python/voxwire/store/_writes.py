@@ -80,6 +80,10 @@ class Step(NamedTuple):
 
 
 def item_row(conversation_id: str, item: StoredItem, checked: bool = True) -> tuple[Any, ...]:
+    if isinstance(item.position, bool) or not isinstance(item.position, int):
+        raise TypeError(f"item {item.id!r} has position {item.position!r}, not an integer")
+    if not -(2**63) <= item.position < 2**63:
+        raise OverflowError(f"item {item.id!r} has position {item.position}, beyond 64 bits")
     wire = _json.encode(item.wire).decode()
     transcripts = _json.encode(item.transcripts).decode()
     truncated = _json.encode(item.truncated_ms).decode()
