@@ -80,6 +80,42 @@ def test_a_read_only_buffer_is_refused() -> None:
     assert out.ring.consumed_samples == 0
 
 
+def test_a_seeded_fuzz_of_device_buffers_counts_frames_or_refuses() -> None:
+    rng = np.random.default_rng(1903)
+    out = _output_with(24_000)
+    dtypes = [np.int16, np.float32, np.int32, np.dtype(">i2"), np.uint8]
+    outcomes = {"filled": 0, "refused": 0}
+    for _ in range(500):
+        dtype = dtypes[rng.integers(len(dtypes))]
+        shape = tuple(int(n) for n in rng.integers(0, 5, rng.integers(0, 4)) * 16)
+        buffer = np.zeros(shape, dtype=dtype)
+        buffer.flags.writeable = bool(rng.integers(0, 4))
+        before = (out.device_samples, out.ring.consumed_samples)
+        fits = (
+            buffer.dtype == np.int16
+            and buffer.ndim in (1, 2)
+            and (buffer.ndim == 1 or buffer.shape[1] >= 1)
+            and buffer.flags.writeable
+        )
+        try:
+            got = out.pull_into(buffer)
+        except (TypeError, ValueError):
+            outcomes["refused"] += 1
+            refused_cleanly = (out.device_samples, out.ring.consumed_samples) == before
+            assert refused_cleanly
+            assert not fits
+            continue
+        assert fits
+        frames = buffer.shape[0]
+        assert out.device_samples == before[0] + frames
+        assert out.ring.consumed_samples == before[1] + got
+        assert 0 <= got <= frames
+        outcomes["filled"] += 1
+    print(f"pull_into fuzz: 500 buffers -> {outcomes}")
+    assert outcomes["filled"] > 20
+    assert outcomes["refused"] > 200
+
+
 # --- AudioInput (the microphone path) ------------------------------------------------------------
 
 
