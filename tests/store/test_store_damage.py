@@ -241,7 +241,7 @@ EDITS = {
     "the agent edited": (
         "UPDATE conversations SET agent = 'billing' WHERE id = 'main'",
         StoreCorrupt,
-        "the agent 'billing' does not match its checksum",
+        "the conversation's id or its agent 'billing' does not match its checksum",
     ),
     "the item count edited": (
         "UPDATE conversations SET item_count = 3 WHERE id = 'other'",

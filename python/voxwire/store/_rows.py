@@ -30,6 +30,7 @@ from voxwire.store.base import ConversationInfo
 from voxwire.store.snapshot import Origin, SessionSnapshot, StoredItem, UsageTotals
 
 __all__ = [
+    "agent_check",
     "info_from_row",
     "keyed_checksum",
     "moment",
@@ -73,6 +74,14 @@ def position_check(item_id: str, position: int) -> int:
 def text_check(text: str | None) -> int:
     """CRC-32 of a conversation's agent or usage column (``None``: no agent)."""
     return zlib.crc32(b"\xff" if text is None else text.encode())
+
+
+def agent_check(conversation_id: str, agent: str | None) -> int:
+    """CRC-32 of a conversation's id and agent: a changed byte in either is caught (a changed
+    id would otherwise list, and load, as another, empty conversation)."""
+    return zlib.crc32(
+        b"\xff" if agent is None else agent.encode(), zlib.crc32(conversation_id.encode())
+    )
 
 
 def keyed_checksum(call_id: str, payload: str) -> int:
@@ -221,8 +230,8 @@ def snapshot_from_rows(
 ) -> SessionSnapshot:
     """The checked snapshot of one conversation's rows (module docstring)."""
     try:
-        created, updated, agent, usage, count, waiting, agent_check, usage_check = conversation
-        _verify_conversation(agent, usage, agent_check, usage_check)
+        created, updated, agent, usage, count, waiting, *checks = conversation
+        _verify_conversation(conversation_id, agent, usage, checks)
         stored = tuple(_item(row) for row in items)
         _check_items(stored, count)
         if waiting is not None and waiting != len(approvals) + len(outputs):
@@ -259,13 +268,17 @@ def snapshot_from_rows(
 
 
 def _verify_conversation(
-    agent: object, usage: object, agent_check: object, usage_check: object
+    conversation_id: str, agent: object, usage: object, checks: list[Any]
 ) -> None:
-    if agent_check is not None and (
-        not isinstance(agent, str | None) or text_check(agent) != agent_check
+    agent_sum, usage_sum = checks
+    if agent_sum is not None and (
+        not isinstance(agent, str | None) or agent_check(conversation_id, agent) != agent_sum
     ):
-        raise _Damage(f"the agent {agent!r} does not match its checksum (a changed byte)")
-    if usage_check is not None and (not isinstance(usage, str) or text_check(usage) != usage_check):
+        raise _Damage(
+            f"the conversation's id or its agent {agent!r} does not match its checksum "
+            "(a changed byte)"
+        )
+    if usage_sum is not None and (not isinstance(usage, str) or text_check(usage) != usage_sum):
         raise _Damage("the usage totals do not match their checksum (a changed byte)")
 
 

@@ -41,7 +41,13 @@ from voxwire.exceptions import (
     StoreError,
 )
 from voxwire.store._faults import subject
-from voxwire.store._rows import info_from_row, moment, snapshot_from_rows, text_check
+from voxwire.store._rows import (
+    agent_check,
+    info_from_row,
+    moment,
+    snapshot_from_rows,
+    text_check,
+)
 from voxwire.store._schema import (
     MIGRATIONS,
     SCHEMA_TABLE,
@@ -159,7 +165,7 @@ class SQLStore(ConversationStore):
         if self._leases:
             columns = ", item_count, pending_count, agent_check, usage_check"
             values = ", 0, 0, ?, ?"
-            params += (text_check(agent), text_check(usage))
+            params += (agent_check(cid, agent), text_check(usage))
         steps = [
             Step(
                 f"INSERT INTO conversations (id, created_at, updated_at, agent, usage{columns}) "
@@ -352,7 +358,7 @@ class SQLStore(ConversationStore):
         columns = values = ""
         if self._leases:
             columns, values = ", agent_check, usage_check", ", ?, ?"
-            params += [text_check(snapshot.agent), text_check(params[4])]
+            params += [agent_check(snapshot.conversation_id, snapshot.agent), text_check(params[4])]
         if replace:
             update = (
                 "UPDATE SET created_at = excluded.created_at, updated_at = excluded.updated_at, "

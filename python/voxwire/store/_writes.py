@@ -13,7 +13,13 @@ from typing import Any, Final, NamedTuple
 import msgspec
 
 from voxwire.exceptions import ConfigurationError
-from voxwire.store._rows import keyed_checksum, position_check, row_checksum, text_check
+from voxwire.store._rows import (
+    agent_check,
+    keyed_checksum,
+    position_check,
+    row_checksum,
+    text_check,
+)
 from voxwire.store.ops import (
     DeleteItem,
     DropApproval,
@@ -136,7 +142,7 @@ def _op_steps(conversation_id: str, op: StoreOp, now: int, checked: bool) -> lis
     if isinstance(op, SetAgent):
         if checked:
             sql = "UPDATE conversations SET agent = ?, agent_check = ? WHERE id = ?"
-            return [Step(sql, (op.name, text_check(op.name), cid))]
+            return [Step(sql, (op.name, agent_check(cid, op.name), cid))]
         return [Step("UPDATE conversations SET agent = ? WHERE id = ?", (op.name, cid))]
     if isinstance(op, PutApproval | PutOutput):
         table, column, value = (
