@@ -82,6 +82,11 @@ def sqlite_error(exc: Exception, where: str, conversation_id: str | None, doing:
         )
     elif "Could not decode to UTF-8" in text:  # a changed byte in a text column
         kind, what = StoreCorrupt, f"a row is damaged ({text[:200]}); {_RESTORE}"
+    elif "unsupported file format" in text:  # a header field changed (or a far newer SQLite)
+        kind, what = (
+            StoreCorrupt,
+            f"the file is damaged or not a format this SQLite reads ({text}); {_RESTORE}",
+        )
     elif isinstance(exc, UnicodeDecodeError):  # raised by the driver reading a damaged row
         kind, what = StoreCorrupt, f"a row is damaged (text that is not UTF-8: {exc}); {_RESTORE}"
     elif primary == _SQLITE_ERROR and ("no such table" in text or "no such column" in text):

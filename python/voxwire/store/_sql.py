@@ -57,7 +57,7 @@ from voxwire.store._schema import (
     voxwire_version,
     with_paramstyle,
 )
-from voxwire.store._writes import COUNT_ROWS, COUNTED, PUT_ITEM, Step, item_row, op_steps
+from voxwire.store._writes import COUNT_ROWS, PUT_ITEM, Step, item_row, op_steps
 from voxwire.store.base import ConversationInfo, ConversationStore
 from voxwire.store.lease import DEFAULT_LEASE_TTL_S, Lease, check_ttl, default_holder
 from voxwire.store.ops import PutApproval, PutOutput, StoreOp
@@ -260,8 +260,6 @@ class SQLStore(ConversationStore):
         for index, op in enumerate(ops):
             # Pending approvals and outputs load in the order they were put.
             steps += op_steps(cid, op, now + index, self._leases)
-        if self._leases and any(isinstance(op, COUNTED) for op in ops):
-            steps.append(COUNT_ROWS._replace(params=(cid,) * 4))
         try:
             await self._transaction(steps, write=True, conversation_id=cid, doing="write")
         except StepFoundNothing:

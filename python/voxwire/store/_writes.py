@@ -34,7 +34,7 @@ from voxwire.store.ops import (
 )
 from voxwire.store.snapshot import StoredItem
 
-__all__ = ["COUNTED", "COUNT_ROWS", "PUT_ITEM", "Step", "item_row", "op_steps"]
+__all__ = ["COUNT_ROWS", "PUT_ITEM", "Step", "item_row", "op_steps"]
 
 _json: Final = msgspec.json.Encoder()
 
@@ -68,10 +68,6 @@ def _put_keyed(table: str, column: str, checked: bool) -> str:
         f"VALUES (?, ?, ?, ?{extra[1]}) ON CONFLICT (conversation_id, call_id) "
         f"DO UPDATE SET {column} = excluded.{column}{extra[2]}"
     )
-
-
-#: The operations after which a conversation's row counts are written again (:data:`COUNT_ROWS`).
-COUNTED: Final = (PutItem, DeleteItem, PutApproval, DropApproval, PutOutput, DropOutput)
 
 
 class Step(NamedTuple):
@@ -132,10 +128,13 @@ def op_steps(conversation_id: str, op: StoreOp, now: int, checked: bool = True) 
 def _op_steps(conversation_id: str, op: StoreOp, now: int, checked: bool) -> list[Step]:
     cid = conversation_id
     if isinstance(op, PutItem):
-        return [Step(PUT_ITEM if checked else _PUT_ITEM_UNCHECKED, item_row(cid, op.item, checked))]
+        put = Step(PUT_ITEM if checked else _PUT_ITEM_UNCHECKED, item_row(cid, op.item, checked))
+        return [*_count(cid, "items", "item_id", op.item.id, +1, checked), put]
     if isinstance(op, DeleteItem):
+        sql = "DELETE FROM items WHERE conversation_id = ? AND item_id = ?"
         return [
-            Step("DELETE FROM items WHERE conversation_id = ? AND item_id = ?", (cid, op.item_id))
+            *_count(cid, "items", "item_id", op.item_id, -1, checked),
+            Step(sql, (cid, op.item_id)),
         ]
     if isinstance(op, MoveItems):
         return _move(cid, op, checked)
@@ -154,11 +153,15 @@ def _op_steps(conversation_id: str, op: StoreOp, now: int, checked: bool) -> lis
         params: tuple[Any, ...] = (cid, op.call_id, text, now)
         if checked:
             params += (keyed_checksum(op.call_id, text),)
-        return [Step(_put_keyed(table, column, checked), params)]
+        count = _count(cid, table, "call_id", op.call_id, +1, checked)
+        return [*count, Step(_put_keyed(table, column, checked), params)]
     if isinstance(op, DropApproval | DropOutput):
         table = "approvals" if isinstance(op, DropApproval) else "outputs"
         sql = f"DELETE FROM {table} WHERE conversation_id = ? AND call_id = ?"
-        return [Step(sql, (cid, op.call_id))]
+        return [
+            *_count(cid, table, "call_id", op.call_id, -1, checked),
+            Step(sql, (cid, op.call_id)),
+        ]
     if isinstance(op, SetUsage):
         usage = _json.encode(op.usage).decode()
         if checked:
@@ -166,6 +169,22 @@ def _op_steps(conversation_id: str, op: StoreOp, now: int, checked: bool) -> lis
             return [Step(sql, (usage, text_check(usage), cid))]
         return [Step("UPDATE conversations SET usage = ? WHERE id = ?", (usage, cid))]
     raise TypeError(f"{op!r} is not a store operation (voxwire.store.ops)")
+
+
+def _count(cid: str, table: str, key: str, value: str, delta: int, checked: bool) -> list[Step]:
+    """The step that keeps the conversation's row count right, run before the put (+1, only if
+    the row is new) or the drop (-1, only if it exists): one primary-key lookup, whatever the
+    conversation's length."""
+    if not checked:
+        return []
+    column = "item_count" if table == "items" else "pending_count"
+    exists = "NOT EXISTS" if delta > 0 else "EXISTS"
+    sql = (
+        f"UPDATE conversations SET {column} = {column} {'+' if delta > 0 else '-'} 1 "
+        f"WHERE id = ? AND {exists} (SELECT 1 FROM {table} WHERE conversation_id = ? "
+        f"AND {key} = ?)"
+    )
+    return [Step(sql, (cid, cid, value))]
 
 
 def _move(cid: str, op: MoveItems, checked: bool) -> list[Step]:
@@ -186,7 +205,8 @@ def _move(cid: str, op: MoveItems, checked: bool) -> list[Step]:
     return [Step(sql, checked_rows, many=True)]
 
 
-#: The row counts a load checks (params: the conversation id four times).
+#: The row counts a load checks, counted afresh (params: the conversation id four times): after
+#: an import; every other write keeps them with one lookup per operation (:func:`_count`).
 COUNT_ROWS: Final = Step(
     "UPDATE conversations SET "
     "item_count = (SELECT count(*) FROM items WHERE conversation_id = ?), "
