@@ -111,16 +111,19 @@ def _text(value: object, what: str, *, optional: bool = False) -> Any:
     raise _Damage(f"{what} is {value!r}, not a {'string or NULL' if optional else 'string'}")
 
 
-def _decode(decoder: Any, value: object, what: str) -> Any:
+def _decode(decoder: Any, value: object, what: str, item_id: object = None) -> Any:
+    """``value`` decoded; ``what`` names it in the error (``{}``: the item id, formatted only
+    then — loads decode thousands of columns)."""
     try:
         return decoder.decode(value)
     except _DECODE_ERRORS as exc:  # (a value that is not str/bytes is a TypeError)
-        raise _Damage(f"{what} cannot be decoded ({exc})") from None
+        label = what.format(repr(item_id)) if item_id is not None else what
+        raise _Damage(f"{label} cannot be decoded ({exc})") from None
 
 
-def _mapping_of(decoder: Any, value: object, what: str) -> Any:
+def _mapping_of(decoder: Any, value: object, what: str, item_id: object) -> Any:
     """A keyed column: most rows hold ``{}``, which needs no decoder call."""
-    return {} if value == "{}" else _decode(decoder, value, what)
+    return {} if value == "{}" else _decode(decoder, value, what, item_id)
 
 
 def info_from_row(where: str, row: Sequence[Any]) -> ConversationInfo:
@@ -147,7 +150,7 @@ def _item(row: Sequence[Any]) -> StoredItem:
         audio = bytes(audio)
     if len(row) > 8:
         _verify_item(row[8], row[9], row[:8], audio)
-    decoded = _decode(_mapping, wire, f"the wire JSON of item {item_id!r}")
+    decoded = _decode(_mapping, wire, "the wire JSON of item {}", item_id)
     if decoded.get("id") != item_id:
         raise _Damage(f"item {item_id!r} holds the wire form of item {decoded.get('id')!r}")
     if not isinstance(decoded.get("type"), str):
@@ -160,9 +163,9 @@ def _item(row: Sequence[Any]) -> StoredItem:
         id=item_id,
         position=position,
         wire=decoded,
-        transcripts=_mapping_of(_transcripts, transcripts, f"the transcripts of item {item_id!r}"),
-        truncated_ms=_mapping_of(_truncations, truncated, f"the truncations of item {item_id!r}"),
-        audio=_decode(_audio, audio, f"the audio of item {item_id!r}") if audio else {},
+        transcripts=_mapping_of(_transcripts, transcripts, "the transcripts of item {}", item_id),
+        truncated_ms=_mapping_of(_truncations, truncated, "the truncations of item {}", item_id),
+        audio=_decode(_audio, audio, "the audio of item {}", item_id) if audio else {},
         response_id=response_id,
         origin=origin,
     )
@@ -204,14 +207,14 @@ def _check_items(items: Sequence[StoredItem], count: object) -> None:
             )
         previous = item
         call_id = item.wire.get("call_id")
-        if item.type == "function_call" and call_id is not None:
+        if item.wire.get("type") == "function_call" and call_id is not None:
             if not isinstance(call_id, str):
                 raise _Damage(f"function call {item.id!r} has call_id {call_id!r}")
             if call_id in calls:
                 raise _Damage(f"two function calls have call_id {call_id!r}")
             calls[call_id] = index
     for index, item in enumerate(items):
-        if item.type != "function_call_output":
+        if item.wire.get("type") != "function_call_output":
             continue
         call_id = item.wire.get("call_id")
         if not isinstance(call_id, str):
