@@ -215,3 +215,25 @@ def test_a_dead_holders_lease_expires_and_the_conversation_is_taken_over(
         )
 
     run(body())
+
+
+def test_concurrent_acquisitions_have_exactly_one_winner(backend: Backend) -> None:
+    async def body() -> None:
+        stores = [await backend.open() for _ in range(6)]
+        await stores[0].create("race")
+        for round_ in range(5):
+            results = await asyncio.gather(
+                *(s.acquire("race", holder=f"h{n}", ttl_s=30) for n, s in enumerate(stores)),
+                return_exceptions=True,
+            )
+            won = [r for r in results if not isinstance(r, BaseException)]
+            lost = [r for r in results if isinstance(r, BaseException)]
+            assert len(won) == 1, results
+            assert all(isinstance(r, ConversationHeld) for r in lost), lost
+            assert won[0].token == round_ + 1
+            assert all(f"held by {won[0].holder}" in str(r) for r in lost)
+            await stores[0].release(won[0])
+        for s in stores:
+            await s.close()
+
+    run(body())
