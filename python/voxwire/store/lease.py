@@ -28,18 +28,25 @@ import secrets
 import socket
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from msgspec import Struct
 
 from voxwire.exceptions import ConfigurationError, ConversationNotFound, LeaseLost, StoreError
 
-if TYPE_CHECKING:
-    from voxwire.store.base import ConversationStore
-
 __all__ = ["DEFAULT_LEASE_TTL_S", "HeldConversation", "Lease", "check_ttl", "default_holder"]
 
 log = logging.getLogger("voxwire.store")
+
+
+class LeaseKeeper(Protocol):
+    """What a held lease needs of its store (a :class:`~voxwire.store.ConversationStore`; the
+    store imports this module, so it is named here by what it does)."""
+
+    async def renew(self, lease: Lease) -> Lease: ...
+
+    async def release(self, lease: Lease) -> None: ...
+
 
 #: How long a lease lasts without renewal unless told otherwise.
 DEFAULT_LEASE_TTL_S: Final = 30.0
@@ -88,7 +95,7 @@ class HeldConversation:
 
     def __init__(
         self,
-        store: ConversationStore,
+        store: LeaseKeeper,
         lease: Lease,
         on_lost: Callable[[StoreError], None] | None = None,
     ) -> None:
