@@ -1,0 +1,203 @@
+"""``TabBridge``: one browser tab talking to one :class:`~voxwire.asyncio.RealtimeSession`.
+
+The page sends the microphone as binary websocket messages (PCM16, 24 kHz, 20 ms frames) and
+JSON commands; the bridge sends the assistant's audio as binary messages and the timeline's
+records, ``clear`` and a few notes as JSON.
+
+The assistant's audio goes through a :class:`~voxwire.audio.RemoteOutput`: each chunk it
+:meth:`~voxwire.audio.RemoteOutput.take`\\ s is sent with its ring position (a little-endian
+float64, then the samples), the page's playback worklet reports the ring position it has
+*heard* (rendered minus Web Audio's base + output latency), and the bridge
+:meth:`~voxwire.audio.RemoteOutput.acknowledge`\\ s exactly that. Only acknowledgements move the
+session's playback clock, so a barge-in truncates each item at what the page reported heard.
+
+Page -> bridge (JSON): ``{"type": "played", "position": n}``, ``{"type": "mute", "muted": b}``,
+``{"type": "interrupt"}``, ``{"type": "text", "text": s}``.
+Bridge -> page (JSON): ``hello`` (agent, endpoint), ``record`` (a timeline record), ``clear``
+(an interruption dropped the audio: drop what is queued), ``item_start`` (the ring position an
+item's first sample had, once it is heard).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import struct
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+from voxwire.agents import RealtimeAgent
+from voxwire.asyncio import RealtimeSession
+from voxwire.audio import RemoteOutput
+from voxwire.web.timeline import Record, Timeline
+
+__all__ = ["CHUNK_SAMPLES", "RATE_HZ", "SessionRecipe", "TabBridge"]
+
+log = logging.getLogger("voxwire.web")
+
+RATE_HZ: Final = 24_000
+CHUNK_SAMPLES: Final = 960  # 40 ms per message
+LEAD_SAMPLES: Final = RATE_HZ * 2  # sent ahead of what was heard at most (the page's queue)
+MAX_FRAME_BYTES: Final = RATE_HZ * 2  # one second of microphone audio in one message, at most
+HEARD_EVERY_S: Final = 0.1  # "heard" timeline records, at most this often per item
+
+
+@dataclass(frozen=True)
+class SessionRecipe:
+    """How each tab's session is made: the agent (a new one per tab), the endpoint, the API key
+    and the session configuration."""
+
+    agent: Callable[[], RealtimeAgent]
+    url: str
+    api_key: str | None = None
+    config: Mapping[str, Any] | None = None
+    label: str = ""
+
+    def session(self, output: RemoteOutput) -> RealtimeSession:
+        return RealtimeSession(
+            self.agent(),
+            url=self.url,
+            api_key=self.api_key,
+            config=self.config,
+            audio_output=output,
+            raw_server_events=True,  # server VAD's positions and truncation acknowledgements
+        )
+
+
+@dataclass
+class _Outbox:
+    """Messages to the page, in order (audio chunks, clears and records interleave)."""
+
+    queue: asyncio.Queue[str | bytes] = field(default_factory=asyncio.Queue)
+
+    def json(self, message: Mapping[str, Any]) -> None:
+        self.queue.put_nowait(json.dumps(message, separators=(",", ":")))
+
+
+class TabBridge:
+    """Runs one tab: the session, its output and timeline, and the page's websocket."""
+
+    def __init__(self, ws: ServerConnection, recipe: SessionRecipe) -> None:
+        self._ws = ws
+        self._recipe = recipe
+        self._out = _Outbox()
+        self._wake = asyncio.Event()
+        self.output = RemoteOutput(RATE_HZ, on_audio=self._wake.set, on_interrupt=self._clear)
+        self.timeline = Timeline(on_record=self._record)
+        self.session = recipe.session(self.output)
+        self._heard_at = 0.0
+        self._starts: set[tuple[str, int]] = set()
+
+    def _record(self, record: Record) -> None:
+        self._out.json({"type": "record", "record": record})
+
+    def _clear(self) -> None:
+        self._out.json({"type": "clear", "sent": self.output.sent_samples})
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Until the page goes or the session ends."""
+        async with self.session:
+            self._out.json({"type": "hello", "agent": self._agent_name(), "endpoint": self._where()})
+            tasks = [
+                asyncio.create_task(self._from_page()),
+                asyncio.create_task(self._events()),
+                asyncio.create_task(self._audio()),
+                asyncio.create_task(self._to_page()),
+            ]
+            try:
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                for task in tasks:
+                    with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+                        await task
+
+    def _agent_name(self) -> str:
+        agent = self.session.agent
+        return agent.name if agent is not None else "session"
+
+    def _where(self) -> str:
+        return self._recipe.label or self._recipe.url.split("?")[0]
+
+    # -- the page's messages ----------------------------------------------------------------------
+
+    async def _from_page(self) -> None:
+        async for message in self._ws:
+            if isinstance(message, bytes):
+                if len(message) % 2 or len(message) > MAX_FRAME_BYTES:
+                    self._note_bad(f"an audio frame of {len(message)} bytes")
+                    continue
+                await self.session.send_audio(message)
+            else:
+                await self._command(message)
+
+    def _note_bad(self, what: str) -> None:
+        self.timeline.note("error", source="page", message=f"ignored {what}", code=None)
+
+    async def _command(self, text: str) -> None:
+        try:
+            message = json.loads(text)
+        except ValueError:
+            self._note_bad("a message that is not JSON")
+            return
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "played" and isinstance(message.get("position"), int | float):
+            self._played(int(message["position"]))
+        elif kind == "mute":
+            self.session.mute(bool(message.get("muted", True)))
+        elif kind == "interrupt":
+            await self.session.interrupt()
+        elif kind == "text" and isinstance(message.get("text"), str) and message["text"].strip():
+            text = message["text"][:4000]
+            self.timeline.note("user_text", text=text)
+            await self.session.send_message(text)
+        else:
+            self._note_bad(f"a message of type {str(kind)[:40]!r}")
+
+    def _played(self, position: int) -> None:
+        self.output.acknowledge(position)
+        self._wake.set()  # there is room to send more
+        now = time.monotonic()
+        items = self.output.clock.items()
+        first = False
+        for playback in items:
+            key = (playback.item_id, playback.content_index)
+            if key not in self._starts and 0 < playback.played_samples < playback.queued_samples:
+                self._starts.add(key)
+                first = True  # recorded at once: the moment an item is first heard counts
+                start = self.output.heard_samples - playback.played_samples
+                self._out.json({"type": "item_start", "item_id": key[0], "position": start})
+        if first or now - self._heard_at >= HEARD_EVERY_S or self.output.unheard_samples == 0:
+            self._heard_at = now
+            self.timeline.observe_playback(items)
+
+    # -- the session's side -----------------------------------------------------------------------
+
+    async def _events(self) -> None:
+        async for event in self.session:
+            self.timeline.observe(event)
+
+    async def _audio(self) -> None:
+        header = struct.Struct("<d")
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self.output.sent_samples - self.output.heard_samples < LEAD_SAMPLES:
+                start = self.output.sent_samples
+                chunk = self.output.take(CHUNK_SAMPLES)
+                if not len(chunk):
+                    break
+                self._out.queue.put_nowait(header.pack(start) + chunk.astype("<i2").tobytes())
+
+    async def _to_page(self) -> None:
+        while True:
+            await self._ws.send(await self._out.queue.get())

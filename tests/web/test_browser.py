@@ -1,0 +1,110 @@
+"""The page in a real browser: headless Chromium with a fake microphone playing a WAV talks to the
+demo's agents on the local server and barges in; the truncation equals what the page's playback
+worklet reported heard, the server accepts it, and the timeline draws the cut. Screenshots are
+written under the test's tmp dir (their paths are printed)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tests.web.browser import browser_or_skip, fake_microphone, launch_args
+from voxwire.audio import read_wav
+from voxwire.demo.script import USER_LINES, agents, synthesise_lines
+from voxwire.web import WebServer
+from voxwire.web.command import local_recipe
+
+RATE_HZ = 24_000
+QUANTUM = 128  # Web Audio's render quantum, frames
+BARGE_IN_AT_S = 11.0  # the concierge is talking by then (it answers ~6.5 s in)
+
+
+def _microphone(tmp_path: Path) -> Path:
+    first, second = synthesise_lines(USER_LINES, tmp_path)
+    return fake_microphone(
+        tmp_path / "microphone.wav",
+        [(0.5, read_wav(first).pcm), (BARGE_IN_AT_S, read_wav(second).pcm)],
+        RATE_HZ,
+    )
+
+
+async def _talk(chromium: str, microphone: Path, tmp_path: Path) -> dict[str, Any]:
+    from playwright.async_api import async_playwright
+
+    async with local_recipe(agents, None) as recipe, WebServer(recipe) as web:
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(
+                executable_path=chromium, args=launch_args(microphone)
+            )
+            try:
+                page = await browser.new_page(viewport={"width": 1300, "height": 820})
+                errors: list[str] = []
+                page.on("pageerror", lambda exc: errors.append(str(exc)))
+                await page.goto(web.url)
+                await page.click("#start")
+                await page.wait_for_function(
+                    "() => window.voxwire.records.some(r => r.kind === 'truncated')",
+                    timeout=60_000,
+                )
+                # The next answer, so that the picture shows the turn after the cut too.
+                await page.wait_for_function(
+                    "() => window.voxwire.records.filter(r => r.kind === 'audio_first').length >= 3",
+                    timeout=30_000,
+                )
+                await asyncio.sleep(2.0)
+                shot = tmp_path / "web-talk.png"
+                await page.screenshot(path=str(shot), full_page=True)
+                print(f"screenshot: {shot}")
+                state = await page.evaluate(
+                    "() => JSON.stringify({records: window.voxwire.records, clears: "
+                    "window.voxwire.clears, starts: window.voxwire.itemStarts, "
+                    "cuts: document.querySelectorAll('#timeline line.cut').length, "
+                    "labels: [...document.querySelectorAll('#timeline .cut-label')]"
+                    ".map(e => e.textContent)})"
+                )
+                result: dict[str, Any] = json.loads(state)
+                result["errors"] = errors
+                result["server_errors"] = [
+                    r for r in result["records"] if r["kind"] == "error" and r["source"] == "server"
+                ]
+                return result
+            finally:
+                await browser.close()
+
+
+def test_a_barge_in_in_the_browser_truncates_at_what_the_page_played(tmp_path: Path) -> None:
+    chromium = browser_or_skip()
+    result = asyncio.run(_talk(chromium, _microphone(tmp_path), tmp_path))
+    assert result["errors"] == []
+    assert result["server_errors"] == []
+    records = result["records"]
+    # The item playing is cut; one queued behind it (the billing desk's, after the handoff)
+    # may be deleted unheard (audio_end_ms None).
+    cuts = [r for r in records if r["kind"] == "cut" and r["audio_end_ms"] is not None]
+    truncated = [r for r in records if r["kind"] == "truncated"]
+    assert len(cuts) == 1, cuts
+    cut = cuts[0]
+    # The server accepted the truncation, at the point the session sent.
+    assert [(t["item_id"], t["audio_end_ms"]) for t in truncated] == [
+        (cut["item_id"], cut["audio_end_ms"])
+    ]
+    # What the page's worklet had reported heard of the item when the clear came.
+    start = result["starts"][cut["item_id"]]
+    reported = result["clears"][0]["lastReported"]
+    page_heard = reported - start
+    assert cut["audio_end_ms"] > 1000, "the barge-in came while the agent was talking"
+    assert abs(page_heard - cut["audio_end_ms"] * RATE_HZ // 1000) <= QUANTUM + RATE_HZ // 1000, (
+        page_heard,
+        cut["audio_end_ms"],
+    )
+    # The timeline draws the cut, with the server's acknowledgement.
+    assert result["cuts"] == 1
+    assert result["labels"] == [f"cut {cut['audio_end_ms']} ms ✓"]
+    # Speech as server VAD saw it, and a tool call and the handoff on the way.
+    kinds = {r["kind"] for r in records}
+    assert {"speech_started", "speech_stopped", "tool_end", "handoff", "heard"} <= kinds
+    assert np.isfinite(page_heard)
