@@ -35,45 +35,46 @@ def _microphone(tmp_path: Path) -> Path:
 async def _talk(chromium: str, microphone: Path, tmp_path: Path) -> dict[str, Any]:
     from playwright.async_api import async_playwright
 
-    async with local_recipe(agents, None) as recipe, WebServer(recipe) as web:
-        async with async_playwright() as pw:
-            browser = await pw.chromium.launch(
-                executable_path=chromium, args=launch_args(microphone)
+    async with (
+        local_recipe(agents, None) as recipe,
+        WebServer(recipe) as web,
+        async_playwright() as pw,
+    ):
+        browser = await pw.chromium.launch(executable_path=chromium, args=launch_args(microphone))
+        try:
+            page = await browser.new_page(viewport={"width": 1300, "height": 820})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            await page.goto(web.url)
+            await page.click("#start")
+            await page.wait_for_function(
+                "() => window.voxwire.records.some(r => r.kind === 'truncated')",
+                timeout=60_000,
             )
-            try:
-                page = await browser.new_page(viewport={"width": 1300, "height": 820})
-                errors: list[str] = []
-                page.on("pageerror", lambda exc: errors.append(str(exc)))
-                await page.goto(web.url)
-                await page.click("#start")
-                await page.wait_for_function(
-                    "() => window.voxwire.records.some(r => r.kind === 'truncated')",
-                    timeout=60_000,
-                )
-                # The next answer, so that the picture shows the turn after the cut too.
-                await page.wait_for_function(
-                    "() => window.voxwire.records.filter(r => r.kind === 'audio_first').length >= 3",
-                    timeout=30_000,
-                )
-                await asyncio.sleep(2.0)
-                shot = tmp_path / "web-talk.png"
-                await page.screenshot(path=str(shot), full_page=True)
-                print(f"screenshot: {shot}")
-                state = await page.evaluate(
-                    "() => JSON.stringify({records: window.voxwire.records, clears: "
-                    "window.voxwire.clears, starts: window.voxwire.itemStarts, "
-                    "cuts: document.querySelectorAll('#timeline line.cut').length, "
-                    "labels: [...document.querySelectorAll('#timeline .cut-label')]"
-                    ".map(e => e.textContent)})"
-                )
-                result: dict[str, Any] = json.loads(state)
-                result["errors"] = errors
-                result["server_errors"] = [
-                    r for r in result["records"] if r["kind"] == "error" and r["source"] == "server"
-                ]
-                return result
-            finally:
-                await browser.close()
+            # The next answer, so that the picture shows the turn after the cut too.
+            await page.wait_for_function(
+                "() => window.voxwire.records.filter(r => r.kind === 'audio_first').length >= 3",
+                timeout=30_000,
+            )
+            await asyncio.sleep(2.0)
+            shot = tmp_path / "web-talk.png"
+            await page.screenshot(path=str(shot), full_page=True)
+            print(f"screenshot: {shot}")
+            state = await page.evaluate(
+                "() => JSON.stringify({records: window.voxwire.records, clears: "
+                "window.voxwire.clears, starts: window.voxwire.itemStarts, "
+                "cuts: document.querySelectorAll('#timeline line.cut').length, "
+                "labels: [...document.querySelectorAll('#timeline .cut-label')]"
+                ".map(e => e.textContent)})"
+            )
+            result: dict[str, Any] = json.loads(state)
+            result["errors"] = errors
+            result["server_errors"] = [
+                r for r in result["records"] if r["kind"] == "error" and r["source"] == "server"
+            ]
+            return result
+        finally:
+            await browser.close()
 
 
 def test_a_barge_in_in_the_browser_truncates_at_what_the_page_played(tmp_path: Path) -> None:

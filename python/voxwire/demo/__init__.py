@@ -23,7 +23,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from voxwire.asyncio import RealtimeSession, SessionEvent

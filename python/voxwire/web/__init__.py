@@ -14,16 +14,20 @@
 """
 
 from voxwire.web.bridge import SessionRecipe, TabBridge
+from voxwire.web.client_secrets import ClientSecret, client_secret_request, mint_client_secret
 from voxwire.web.report import render_report, write_report
 from voxwire.web.server import WebServer
 from voxwire.web.timeline import Record, Timeline
 
 __all__ = [
+    "ClientSecret",
     "Record",
     "SessionRecipe",
     "TabBridge",
     "Timeline",
     "WebServer",
+    "client_secret_request",
+    "mint_client_secret",
     "render_report",
     "write_report",
 ]

@@ -105,7 +105,9 @@ class TabBridge:
     async def run(self) -> None:
         """Until the page goes or the session ends."""
         async with self.session:
-            self._out.json({"type": "hello", "agent": self._agent_name(), "endpoint": self._where()})
+            self._out.json(
+                {"type": "hello", "agent": self._agent_name(), "endpoint": self._where()}
+            )
             tasks = [
                 asyncio.create_task(self._from_page()),
                 asyncio.create_task(self._events()),

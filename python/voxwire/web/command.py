@@ -75,12 +75,14 @@ async def local_recipe(
 
 async def _serve(args: argparse.Namespace) -> None:
     agent = load_agent(args.agent)
-    async with local_recipe(agent, args.url, args.silence_ms) as recipe:
-        async with WebServer(recipe, host="127.0.0.1", port=args.port) as web:
-            print(f"voxwire web: {web.url}  (agent {args.agent}; {recipe.label}); Ctrl-C stops")
-            if args.open:
-                webbrowser.open(web.url)
-            await asyncio.Event().wait()
+    async with (
+        local_recipe(agent, args.url, args.silence_ms) as recipe,
+        WebServer(recipe, host="127.0.0.1", port=args.port) as web,
+    ):
+        print(f"voxwire web: {web.url}  (agent {args.agent}; {recipe.label}); Ctrl-C stops")
+        if args.open:
+            webbrowser.open(web.url)
+        await asyncio.Event().wait()
 
 
 def run(args: argparse.Namespace) -> int:

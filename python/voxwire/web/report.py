@@ -20,6 +20,7 @@ __all__ = ["render_report", "write_report"]
 
 _EXPORT_LIST = re.compile(r"^export \{[^}]*\};\s*$", re.MULTILINE)
 
+
 def _legend() -> str:
     """The legend of the page (index.html), one source for both."""
     page = static_text("index.html")

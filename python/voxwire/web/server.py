@@ -29,8 +29,8 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from voxwire.web.bridge import TabBridge
 from voxwire.web.bridge import SessionRecipe as SessionRecipe
+from voxwire.web.bridge import TabBridge
 from voxwire.web.timeline import Record, Timeline
 
 __all__ = ["STATIC_FILES", "WebServer", "static_text"]
@@ -52,7 +52,7 @@ def static_text(name: str) -> str:
     """One of the page's files (:data:`STATIC_FILES`), from the installed package."""
     if name not in STATIC_FILES:
         raise KeyError(f"{name!r} is not one of the page's files: {sorted(STATIC_FILES)}")
-    return resources.files("voxwire.web").joinpath("static", name).read_text("utf-8")
+    return (resources.files("voxwire.web") / "static" / name).read_text("utf-8")
 
 
 class WebServer:

@@ -15,7 +15,8 @@ Each record is a plain JSON object ``{"t": seconds since the timeline began, "ki
 page streams them). The kinds, and what the page draws of them (``web/static/timeline.js``):
 
 =================== ===========================================================================
-``speech_started``  (raw server events) server VAD heard the user start (``audio_ms``: position in the input stream)
+``speech_started``  server VAD heard the user start (``audio_ms``: its position in the input
+                    stream); from raw server events
 ``speech_stopped``  ... and stop: a turn's latency is measured from here
 ``response``        a response started (``response_id``)
 ``audio_first``     the first audio delta of an assistant item (``item_id``, ``content_index``)
@@ -76,9 +77,9 @@ class Timeline:
     """Timed records of one session (see the module docstring for the kinds).
 
     ``clock``: seconds, monotonic (``time.monotonic`` by default); ``t`` counts from the moment
-    the timeline was made. ``on_record``: called with each new record (more with :meth:`subscribe`). ``bytes_per_ms``: the size
-    of one millisecond of the session's output audio (48 for PCM16 at 24 kHz, 8 for G.711), to
-    say how much audio was received.
+    the timeline was made. ``on_record``: called with each new record (more with
+    :meth:`subscribe`). ``bytes_per_ms``: the size of one millisecond of the session's output
+    audio (48 for PCM16 at 24 kHz, 8 for G.711), to say how much audio was received.
     """
 
     def __init__(
@@ -177,9 +178,7 @@ class Timeline:
             if playback.queued_samples == 0:
                 continue
             item = self._item(playback.item_id, playback.content_index)
-            item.queued_ms = max(
-                item.queued_ms, playback.queued_samples * 1000 // playback.rate_hz
-            )
+            item.queued_ms = max(item.queued_ms, playback.queued_samples * 1000 // playback.rate_hz)
             if playback.played_ms <= item.heard_ms:
                 continue
             item.heard_ms = playback.played_ms
