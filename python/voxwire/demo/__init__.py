@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from voxwire.asyncio import RealtimeSession, SessionEvent
+from voxwire.asyncio import RealtimeSession
 from voxwire.audio import WavFileOutput
 from voxwire.console import Console
 from voxwire.demo.conversation import Conversation, DemoError
@@ -127,13 +127,10 @@ def _timeline(conversation: Conversation, report: Path | None) -> Timeline | Non
     from voxwire.web import Timeline
 
     speaker = conversation.speaker
-    timeline = Timeline(clock=lambda: speaker.played_samples / speaker.rate_hz)
-
-    def observe(event: SessionEvent) -> None:
-        timeline.observe(event)
-        timeline.observe_playback(speaker.output.clock.items())
-
-    conversation.observe = observe
+    timeline = Timeline(
+        clock=lambda: speaker.played_samples / speaker.rate_hz, playback=speaker.output.clock
+    )
+    conversation.observe = timeline.observe
     return timeline
 
 

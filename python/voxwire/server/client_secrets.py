@@ -129,7 +129,7 @@ class ClientSecrets:
         model = session.get("model", DEFAULT_MODEL)
         if not isinstance(model, str) or not model:
             return _error(400, "invalid_type", "session.model must be text.", "session.model")
-        update = {k: v for k, v in session.items() if k not in ("type", "model")}
+        update = {"type": "realtime", **{k: v for k, v in session.items() if k != "model"}}
         now = self._clock()
         base = default_session(session_id="sess_client_secret", model=model,
                                expires_at=int(now + ttl), output_modalities=["audio"])  # fmt: skip

@@ -25,7 +25,6 @@ import contextlib
 import json
 import logging
 import struct
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -46,7 +45,6 @@ RATE_HZ: Final = 24_000
 CHUNK_SAMPLES: Final = 960  # 40 ms per message
 LEAD_SAMPLES: Final = RATE_HZ * 2  # sent ahead of what was heard at most (the page's queue)
 MAX_FRAME_BYTES: Final = RATE_HZ * 2  # one second of microphone audio in one message, at most
-HEARD_EVERY_S: Final = 0.1  # "heard" timeline records, at most this often per item
 
 
 @dataclass(frozen=True)
@@ -90,9 +88,8 @@ class TabBridge:
         self._out = _Outbox()
         self._wake = asyncio.Event()
         self.output = RemoteOutput(RATE_HZ, on_audio=self._wake.set, on_interrupt=self._clear)
-        self.timeline = Timeline(on_record=self._record)
+        self.timeline = Timeline(on_record=self._record, playback=self.output.clock)
         self.session = recipe.session(self.output)
-        self._heard_at = 0.0
         self._starts: set[tuple[str, int]] = set()
 
     def _record(self, record: Record) -> None:
@@ -168,19 +165,14 @@ class TabBridge:
     def _played(self, position: int) -> None:
         self.output.acknowledge(position)
         self._wake.set()  # there is room to send more
-        now = time.monotonic()
         items = self.output.clock.items()
-        first = False
         for playback in items:
             key = (playback.item_id, playback.content_index)
             if key not in self._starts and 0 < playback.played_samples < playback.queued_samples:
                 self._starts.add(key)
-                first = True  # recorded at once: the moment an item is first heard counts
                 start = self.output.heard_samples - playback.played_samples
                 self._out.json({"type": "item_start", "item_id": key[0], "position": start})
-        if first or now - self._heard_at >= HEARD_EVERY_S or self.output.unheard_samples == 0:
-            self._heard_at = now
-            self.timeline.observe_playback(items)
+        self.timeline.observe_playback(items)
 
     # -- the session's side -----------------------------------------------------------------------
 
@@ -193,6 +185,8 @@ class TabBridge:
         while True:
             await self._wake.wait()
             self._wake.clear()
+            # New audio shows on the timeline as it arrives (the clock knows every item).
+            self.timeline.observe_playback(self.output.clock.items(), heard=False)
             while self.output.sent_samples - self.output.heard_samples < LEAD_SAMPLES:
                 start = self.output.sent_samples
                 chunk = self.output.take(CHUNK_SAMPLES)

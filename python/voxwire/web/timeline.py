@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from voxwire._core import ItemPlayback
+from voxwire._core import ItemPlayback, PlaybackClock
 from voxwire.asyncio import events as ev
 from voxwire.protocol import server_events as se
 
@@ -58,15 +58,15 @@ Record = dict[str, Any]
 @dataclass
 class _Item:
     # Received audio, counted from whichever source the application has: audio events (no
-    # output attached), raw delta events (raw_server_events=True), or the playback clock's
-    # queued samples (an output attached). Each counts all of it, so the largest is the count.
+    # output attached) or the playback clock's queued samples (an output attached: the session
+    # hands out no audio events then, and raw events leave audio deltas out).
     event_bytes: int = 0
-    raw_bytes: int = 0
     queued_ms: int = 0
     heard_ms: int = 0
+    heard_at: float = 0.0
 
     def received_ms(self, bytes_per_ms: float) -> int:
-        return max(round(max(self.event_bytes, self.raw_bytes) / bytes_per_ms), self.queued_ms)
+        return max(round(self.event_bytes / bytes_per_ms), self.queued_ms)
 
 
 def _nothing(_: Record) -> None:
@@ -80,6 +80,9 @@ class Timeline:
     the timeline was made. ``on_record``: called with each new record (more with
     :meth:`subscribe`). ``bytes_per_ms``: the size of one millisecond of the session's output
     audio (48 for PCM16 at 24 kHz, 8 for G.711), to say how much audio was received.
+    ``playback``: the session's output clock (``output.clock``), read at every event (call
+    :meth:`observe_playback` for more); ``heard`` records come at most every ``heard_every_s``
+    per item, the first at once.
     """
 
     def __init__(
@@ -88,7 +91,11 @@ class Timeline:
         clock: Callable[[], float] = time.monotonic,
         on_record: Callable[[Record], None] = _nothing,
         bytes_per_ms: float = 48.0,
+        playback: PlaybackClock | None = None,
+        heard_every_s: float = 0.1,
     ) -> None:
+        self._playback = playback
+        self._heard_every_s = heard_every_s
         self._clock = clock
         self._start = clock()
         self._listeners: list[Callable[[Record], None]] = [on_record]
@@ -110,6 +117,11 @@ class Timeline:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
+    @property
+    def subscribers(self) -> int:
+        """Listeners now (``on_record`` included)."""
+        return len(self._listeners)
+
     def to_json(self) -> str:
         """The records as a JSON array (what :func:`voxwire.web.write_report` reads back)."""
         return json.dumps(self.records, separators=(",", ":"))
@@ -117,7 +129,10 @@ class Timeline:
     # -- the session's events -------------------------------------------------------------------
 
     def observe(self, event: ev.SessionEvent) -> None:
-        """Record what ``event`` means for the timeline (events it does not draw are skipped)."""
+        """Record what ``event`` means for the timeline (events it does not draw are skipped);
+        with a ``playback`` clock, what it says first."""
+        if self._playback is not None:
+            self.observe_playback(self._playback.items())
         if isinstance(event, ev.AudioEvent):
             self._item(event.item_id, event.content_index).event_bytes += len(event.pcm)
         elif isinstance(event, ev.AudioEndEvent):
@@ -150,9 +165,7 @@ class Timeline:
         return item
 
     def _raw(self, event: se.ReceivedEvent) -> None:
-        if isinstance(event, se.ResponseOutputAudioDelta):
-            self._item(event.item_id, event.content_index).raw_bytes += len(event.delta)
-        elif isinstance(event, se.InputAudioBufferSpeechStarted):
+        if isinstance(event, se.InputAudioBufferSpeechStarted):
             self.note("speech_started", item_id=event.item_id, audio_ms=event.audio_start_ms)
         elif isinstance(event, se.InputAudioBufferSpeechStopped):
             self.note("speech_stopped", item_id=event.item_id, audio_ms=event.audio_end_ms)
@@ -171,17 +184,24 @@ class Timeline:
 
     # -- what was heard ---------------------------------------------------------------------------
 
-    def observe_playback(self, items: Iterable[ItemPlayback]) -> None:
-        """What the output's playback clock says was heard of each item
-        (``output.clock.items()``); a ``heard`` record for each item whose count moved."""
+    def observe_playback(self, items: Iterable[ItemPlayback], *, heard: bool = True) -> None:
+        """What the output's playback clock says of each item (``output.clock.items()``): its
+        audio arrived (``audio_first`` for a new one) and, unless ``heard=False``, a ``heard``
+        record for each item whose heard count moved."""
         for playback in items:
             if playback.queued_samples == 0:
                 continue
             item = self._item(playback.item_id, playback.content_index)
             item.queued_ms = max(item.queued_ms, playback.queued_samples * 1000 // playback.rate_hz)
-            if playback.played_ms <= item.heard_ms:
+            if not heard or playback.played_ms <= item.heard_ms:
                 continue
-            item.heard_ms = playback.played_ms
+            now = self._clock()
+            # The first sample heard is recorded at once (a turn's latency ends there), then at
+            # most every heard_every_s, and the end of the item.
+            finished = playback.played_samples >= playback.queued_samples
+            if item.heard_ms and not finished and now - item.heard_at < self._heard_every_s:
+                continue
+            item.heard_ms, item.heard_at = playback.played_ms, now
             self.note(
                 "heard",
                 item_id=playback.item_id,

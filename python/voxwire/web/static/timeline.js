@@ -137,12 +137,13 @@ function drawSpeech(g, model, x, y) {
   }
 }
 
-function drawItems(g, model, x, y, scale) {
+function drawItems(g, model, x, y, scale, width) {
   // Each item from its first heard sample on: heard (solid), received (thin bar below; the part
-  // after a cut, received and never heard, in red), and the cut itself.
-  for (const it of model.items.values()) {
-    if (it.firstHeard === null && it.cut !== null) continue;
-    if (it.firstHeard === null && it.deleted) continue; // never heard: in the arrival lane only
+  // after a cut, received and never heard, in red, up to where the next item starts), and the
+  // cut itself.
+  const drawn = [...model.items.values()].filter((it) => !(it.firstHeard === null && (it.cut !== null || it.deleted)));
+  const starts = drawn.map((it) => x(it.firstHeard ?? it.arrived)).sort((a, b) => a - b);
+  for (const it of drawn) {
     const start = it.firstHeard ?? it.arrived;
     const received = Math.max(it.received ?? 0, it.heard);
     const heard = it.cut ?? it.heard;
@@ -150,11 +151,13 @@ function drawItems(g, model, x, y, scale) {
       (it.truncated === null ? "" : " (server truncated)") + (it.text ? `\n“${it.text}”` : "");
     const x0 = x(start);
     if (heard > 0) titled(el(g, "rect", { x: x0, y: y + 4, width: (heard / 1000) * scale, height: LANE_H - 16, class: "heard" }), title);
-    titled(el(g, "rect", { x: x0, y: y + LANE_H - 10, width: Math.max(1, (received / 1000) * scale), height: 6, class: "received" }), title);
+    const shown = it.cut === null ? received : Math.min(received, it.cut); // the rest: "dropped"
+    titled(el(g, "rect", { x: x0, y: y + LANE_H - 10, width: Math.max(1, (shown / 1000) * scale), height: 6, class: "received" }), title);
     if (it.cut !== null) {
       const cx = x0 + (it.cut / 1000) * scale;
-      titled(el(g, "rect", { x: cx, y: y + LANE_H - 10, width: Math.max(0, ((received - it.cut) / 1000) * scale), height: 6, class: "dropped" }),
-        `${received - it.cut} ms received and never heard`);
+      const room = Math.min(width, ...starts.filter((s) => s > cx + 1)) - cx - 2;
+      const dropped = `${received - it.cut} ms received and never heard`;
+      titled(el(g, "rect", { x: cx, y: y + LANE_H - 10, width: Math.max(0, Math.min(room, ((received - it.cut) / 1000) * scale)), height: 6, class: "dropped" }), dropped);
       el(g, "line", { x1: cx, x2: cx, y1: y + 1, y2: y + LANE_H - 1, class: "cut" });
       el(g, "text", { x: cx + 3, y: y + 14, class: "cut-label" }, `cut ${it.cut} ms${it.truncated === null ? "" : " ✓"}`);
     }
@@ -247,7 +250,7 @@ export function renderTimeline(container, records, options = {}) {
     const y = top + n * LANE_H;
     el(svg, "rect", { x: 0, y, width, height: LANE_H, class: n % 2 ? "lane odd" : "lane" });
     el(svg, "text", { x: 4, y: y + LANE_H / 2 + 4, class: "lane-label" }, name);
-    DRAW[n](el(svg, "g", { class: `lane-${n}` }), model, x, y, scale);
+    DRAW[n](el(svg, "g", { class: `lane-${n}` }), model, x, y, scale, width);
   });
   drawLatency(container, model.turns, width);
   drawTranscripts(container, model.transcripts);
