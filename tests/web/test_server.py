@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import struct
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,10 +23,12 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
+import voxwire.web
 from tests.server.helpers import FAST, WEATHER, run
 from voxwire.agents import RealtimeAgent
 from voxwire.server import RealtimeServer
 from voxwire.web import SessionRecipe, Timeline, WebServer
+from voxwire.web.command import load_agent
 from voxwire.web.server import STATIC_FILES
 
 AGENT = RealtimeAgent(name="Weather", instructions="Say the weather.")
@@ -152,3 +159,44 @@ def test_watch_streams_a_timeline_fed_from_code() -> None:
         assert timeline.subscribers == 1  # the page's subscription ended with it
 
     run(body())
+
+
+def test_every_file_of_the_page_is_served() -> None:
+    static = Path(voxwire.web.__file__).parent / "static"
+    assert {p.name for p in static.iterdir()} == set(STATIC_FILES)
+
+
+def test_voxwire_web_serves_the_demo_agents_page() -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "voxwire.cli", "web", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert "local server, offline" in line, line + (child.stderr.read() if child.stderr else "")
+        url = line.split()[2]
+        status, kind, _ = _get(url)
+        assert (status, kind) == (200, "text/html; charset=utf-8")
+    finally:
+        child.send_signal(signal.SIGINT)
+        child.wait(10)
+    assert child.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("nocolon", "expected module:attribute"),
+        ("voxwire.nothing:agent", "cannot be loaded"),
+        ("voxwire.demo.script:RATE_HZ", "neither a RealtimeAgent nor a function"),
+    ],
+)
+def test_a_bad_agent_spec_says_what_is_wrong(spec: str, message: str) -> None:
+    with pytest.raises(SystemExit, match=message):
+        load_agent(spec)
+    assert load_agent("voxwire.demo.script:agents")().name == "Concierge"

@@ -14,8 +14,9 @@ session's playback clock, so a barge-in truncates each item at what the page rep
 Page -> bridge (JSON): ``{"type": "played", "position": n}``, ``{"type": "mute", "muted": b}``,
 ``{"type": "interrupt"}``, ``{"type": "text", "text": s}``.
 Bridge -> page (JSON): ``hello`` (agent, endpoint), ``record`` (a timeline record), ``clear``
-(an interruption dropped the audio: drop what is queued), ``item_start`` (the ring position an
-item's first sample had, once it is heard).
+(an interruption dropped the audio: drop what is queued; ``acked``: the last position the page
+reported before it, the one the truncation was computed from), ``item_start`` (the ring position
+an item's first sample had, once it is heard).
 """
 
 from __future__ import annotations
@@ -91,12 +92,14 @@ class TabBridge:
         self.timeline = Timeline(on_record=self._record, playback=self.output.clock)
         self.session = recipe.session(self.output)
         self._starts: set[tuple[str, int]] = set()
+        self._acked = 0
 
     def _record(self, record: Record) -> None:
         self._out.json({"type": "record", "record": record})
 
     def _clear(self) -> None:
-        self._out.json({"type": "clear", "sent": self.output.sent_samples})
+        # ``acked``: the page's last report before the cut, the position the truncation used.
+        self._out.json({"type": "clear", "sent": self.output.sent_samples, "acked": self._acked})
         self._wake.set()
 
     async def run(self) -> None:
@@ -163,6 +166,7 @@ class TabBridge:
             self._note_bad(f"a message of type {str(kind)[:40]!r}")
 
     def _played(self, position: int) -> None:
+        self._acked = max(self._acked, position)
         self.output.acknowledge(position)
         self._wake.set()  # there is room to send more
         items = self.output.clock.items()

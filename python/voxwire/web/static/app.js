@@ -50,7 +50,7 @@ function onMessage(event) {
   else if (message.type === "clear") {
     state.player.port.postMessage({ type: "clear" });
     const last = state.reports.length ? state.reports[state.reports.length - 1].position : null;
-    state.clears.push({ lastReported: last, at: performance.now(), sent: message.sent });
+    state.clears.push({ lastReported: last, at: performance.now(), sent: message.sent, acked: message.acked });
   } else if (message.type === "hello") {
     $("agent").textContent = message.agent;
     $("status").textContent = message.endpoint;
