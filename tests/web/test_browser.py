@@ -15,7 +15,7 @@ import numpy as np
 from tests.web.browser import browser_or_skip, fake_microphone, launch_args
 from voxwire.audio import read_wav
 from voxwire.demo.script import USER_LINES, agents, synthesise_lines
-from voxwire.web import WebServer
+from voxwire.web import Timeline, WebServer
 from voxwire.web.command import local_recipe
 
 RATE_HZ = 24_000
@@ -121,3 +121,91 @@ def test_a_barge_in_in_the_browser_truncates_at_what_the_page_played(tmp_path: P
     # Speech as server VAD saw it, and a tool call and the handoff on the way.
     kinds = {r["kind"] for r in records}
     assert {"speech_started", "speech_stopped", "tool_end", "handoff", "heard"} <= kinds
+
+
+async def _controls(chromium: str, microphone: Path) -> dict[str, Any]:
+    from playwright.async_api import async_playwright
+
+    async with (
+        local_recipe(agents, None) as recipe,
+        WebServer(recipe) as web,
+        async_playwright() as pw,
+    ):
+        browser = await pw.chromium.launch(executable_path=chromium, args=launch_args(microphone))
+        try:
+            page = await browser.new_page()
+            await page.goto(web.url)
+            await page.click("#start")
+            await page.wait_for_function("() => !document.getElementById('mute').disabled")
+            await page.click("#mute")
+            await page.wait_for_function(
+                "() => document.getElementById('mute').textContent === 'Unmute'"
+            )
+            await asyncio.sleep(0.3)
+            muted = web.bridges[0].session.muted
+            await page.fill("#text", "Where is my order?")
+            await page.press("#text", "Enter")
+            # The concierge answers (after its tool); cut it with the button once it is heard.
+            await page.wait_for_function(
+                "() => window.voxwire.records.some(r => r.kind === 'heard' && r.heard_ms > 1000)",
+                timeout=30_000,
+            )
+            await page.click("#interrupt")
+            await page.wait_for_function(
+                "() => window.voxwire.records.some(r => r.kind === 'truncated')", timeout=10_000
+            )
+            await page.wait_for_function(
+                "() => document.getElementById('state').textContent !== 'speaking'"
+            )
+            return {
+                "muted": muted,
+                "records": await page.evaluate("() => window.voxwire.records"),
+                "state": await page.text_content("#state"),
+            }
+        finally:
+            await browser.close()
+
+
+def test_the_pages_controls_mute_text_and_interrupt(tmp_path: Path) -> None:
+    chromium = browser_or_skip()
+    silence = fake_microphone(tmp_path / "silence.wav", [(0.0, None)], RATE_HZ)
+    result = asyncio.run(_controls(chromium, silence))
+    assert result["muted"] is True
+    records = result["records"]
+    assert any(r["kind"] == "user_text" and r["text"] == "Where is my order?" for r in records)
+    assert not any(r["kind"] == "speech_started" for r in records)  # muted: nothing heard
+    (cut,) = (r for r in records if r["kind"] == "cut" and r["audio_end_ms"] is not None)
+    (truncated,) = (r for r in records if r["kind"] == "truncated")
+    assert truncated["audio_end_ms"] == cut["audio_end_ms"] >= 1000
+    assert result["state"] in ("listening", "idle")
+
+
+def test_a_page_watches_a_timeline_fed_from_code(tmp_path: Path) -> None:
+    chromium = browser_or_skip()
+
+    async def watch() -> tuple[int, list[str]]:
+        from playwright.async_api import async_playwright
+
+        timeline = Timeline()
+        timeline.note("tool_start", call_id="c1", name="lookup", arguments="{}")
+        async with WebServer(watch=timeline) as web, async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=chromium, args=launch_args())
+            try:
+                page = await browser.new_page()
+                await page.goto(web.url + "?watch")
+                await page.wait_for_selector("rect.tool")
+                timeline.note("tool_end", call_id="c1", name="lookup", output="{}", error=None)
+                timeline.note("handoff", from_agent="A", to_agent="B")
+                await page.wait_for_selector(".mark.handoff")
+                labels = await page.eval_on_selector_all(
+                    "#timeline text.label", "nodes => nodes.map(n => n.textContent)"
+                )
+                hidden = await page.eval_on_selector("#talk-controls", "e => e.style.display")
+                return (0 if hidden == "none" else 1), labels
+            finally:
+                await browser.close()
+
+    shown_controls, labels = asyncio.run(watch())
+    assert shown_controls == 0
+    assert any(label.startswith("lookup ") and label.endswith(" ms") for label in labels)
+    assert "handoff A → B" in labels
