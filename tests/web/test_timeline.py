@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.server.helpers import FAST, WEATHER, run
-from voxwire.agents import RealtimeAgent, function_tool
+from voxwire.agents import RealtimeAgent, function_tool, output_guardrail
 from voxwire.asyncio import RealtimeSession
 from voxwire.asyncio import events as ev
 from voxwire.audio import RemoteOutput
@@ -135,3 +135,24 @@ def test_the_report_is_one_file_and_keeps_any_text_inert(tmp_path: Path) -> None
 def test_the_report_refuses_what_is_not_a_timeline(bad: list[dict[str, Any]]) -> None:
     with pytest.raises(ValueError, match="not a timeline record"):
         render_report(bad)
+
+
+def test_a_tripped_output_guardrail_is_on_the_timeline() -> None:
+    @output_guardrail(name="no_stories")
+    def no_stories(agent: RealtimeAgent, text: str) -> bool:
+        return "upon" in text
+
+    strict = RealtimeAgent(name="Strict", instructions="Be brief.", output_guardrails=[no_stories])
+
+    async def body() -> list[dict[str, Any]]:
+        timeline = Timeline()
+        async with RealtimeServer(scenario=WEATHER, pacing=FAST) as server:
+            session = RealtimeSession(strict, url=server.url(), config=NO_VAD)
+            async with session:
+                await session.send_message("tell me a story")
+                await _until(session, timeline, ev.GuardrailTrippedEvent, 1)
+        return timeline.records
+
+    (trip,) = (r for r in run(body()) if r["kind"] == "guardrail")
+    assert trip["guardrails"] == ["no_stories"]
+    assert trip["item_id"]
