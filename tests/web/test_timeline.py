@@ -156,3 +156,31 @@ def test_a_tripped_output_guardrail_is_on_the_timeline() -> None:
     (trip,) = (r for r in run(body()) if r["kind"] == "guardrail")
     assert trip["guardrails"] == ["no_stories"]
     assert trip["item_id"]
+
+
+def test_events_recorded_with_their_times_replay_into_the_same_timeline() -> None:
+    async def body() -> list[tuple[float, ev.SessionEvent]]:
+        kept: list[tuple[float, ev.SessionEvent]] = []
+        async with RealtimeServer(scenario=WEATHER, pacing=FAST) as server:
+            session = RealtimeSession(AGENT, url=server.url(), config=NO_VAD)
+            async with session:
+                await session.send_message("what is the weather?")
+
+                async def follow() -> None:
+                    async for event in session:
+                        kept.append((1000.0 + len(kept), event))
+                        if sum(isinstance(e, ev.ResponseDoneEvent) for _, e in kept) == 2:
+                            return
+
+                await asyncio.wait_for(follow(), 15)
+        return kept
+
+    kept = run(body())
+    timeline = Timeline.replay(kept)
+    assert all(r["t"] == int(r["t"]) >= 0 for r in timeline.records)  # the kept times, from 0
+    tool_end = next(r for r in timeline.records if r["kind"] == "tool_end")
+    assert tool_end["t"] == float(
+        next(n for n, (_, e) in enumerate(kept) if isinstance(e, ev.ToolEndEvent))
+    )
+    with pytest.raises(ValueError, match="expected"):
+        Timeline.replay([("soon", kept[0][1])])  # type: ignore[list-item]

@@ -103,6 +103,21 @@ class Timeline:
         self.records: list[Record] = []
         self._items: dict[tuple[str, int], _Item] = {}
 
+    @classmethod
+    def replay(cls, events: Iterable[tuple[float, ev.SessionEvent]]) -> Timeline:
+        """The timeline of events recorded earlier as ``(seconds, event)`` pairs (any clock;
+        the first pair is time 0), e.g. kept by an application's own event loop."""
+        now = [0.0]
+        timeline = cls(clock=lambda: now[0])
+        for n, (at, event) in enumerate(events):
+            if not isinstance(at, int | float):
+                raise ValueError(f"event {n}: expected (seconds, event), got a time of {at!r}")
+            if n == 0:
+                timeline._start = float(at)
+            now[0] = float(at)
+            timeline.observe(event)
+        return timeline
+
     def note(self, kind: str, **fields: Any) -> Record:
         """Add a record of ``kind`` now (the application's own marks: ``user_text``, ...)."""
         record: Record = {"t": round(self._clock() - self._start, 4), "kind": kind, **fields}
