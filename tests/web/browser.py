@@ -44,6 +44,7 @@ def browser_or_skip() -> str:
 def launch_args(fake_microphone: Path | None = None) -> list[str]:
     args = [
         "--no-sandbox",  # CI runs as root, where Chromium's sandbox cannot start
+        "--disable-dev-shm-usage",  # containers' small /dev/shm
         "--autoplay-policy=no-user-gesture-required",
         "--use-fake-ui-for-media-stream",
     ]
