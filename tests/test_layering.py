@@ -93,7 +93,16 @@ RULES: dict[str, dict[str, set[str]]] = {
         },
         # faster_whisper, hibari: the optional transcription and voice engines (server extras,
         # imported when used).
-        "third_party": {"websockets", "msgspec", "numpy", "webrtcvad", "faster_whisper", "hibari"},
+        # h11: the SIP emulation's REST endpoints and webhook (server/sip.py, telephony extra).
+        "third_party": {
+            "websockets",
+            "msgspec",
+            "numpy",
+            "webrtcvad",
+            "faster_whisper",
+            "hibari",
+            "h11",
+        },
         "no_stdlib": set(),
     },
     # The server's pure core: no engine, no pump, no I/O (ids may draw from a seeded random).
@@ -113,6 +122,19 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.exceptions",
         },
         "third_party": {"msgspec", "numpy", "webrtcvad", "faster_whisper", "hibari"},
+        "no_stdlib": set(),
+    },
+    # Phone calls (SIP call control, webhooks, DTMF): above the session, like an application.
+    # httpx: the REST client of the telephony extra (imported by telephony/sip.py only).
+    "telephony": {
+        "voxwire": {
+            "voxwire.telephony",
+            "voxwire.asyncio",
+            "voxwire.agents",
+            "voxwire.protocol",
+            "voxwire.exceptions",
+        },
+        "third_party": {"httpx"},
         "no_stdlib": set(),
     },
     # The exception tree is the root every layer imports: it imports nothing of voxwire.

@@ -65,6 +65,16 @@ class KeyBook(Protocol):
     def session_for(self, key: str) -> dict[str, Any] | None: ...
 
 
+class CallLines(Protocol):
+    """The SIP calls a websocket may attach to by ``call_id`` (``voxwire.server.sip.SipTrunk``)."""
+
+    def attachable(self, call_id: str) -> bool: ...
+
+    def connect(
+        self, call_id: str, ws: ServerConnection, settings: ConnectionSettings
+    ) -> RealtimeConnection: ...
+
+
 class RealtimeServer:
     """A local, protocol-faithful Realtime server.
 
@@ -121,11 +131,16 @@ class RealtimeServer:
         self._own_transcriber: WhisperTranscriber | None = None
         self._closed = False
         self._keys: KeyBook | None = None
+        self._calls: CallLines | None = None
 
     def use_client_secrets(self, keys: KeyBook) -> None:
         """Accept the keys ``keys`` minted (even with a ``token``), each session starting with
         the configuration its key was minted with (docs/web.md)."""
         self._keys = keys
+
+    def use_calls(self, calls: CallLines) -> None:
+        """Serve ``?call_id=…`` websockets from ``calls`` (the SIP emulation's trunk)."""
+        self._calls = calls
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -157,10 +172,14 @@ class RealtimeServer:
             assert ws.request is not None
             query = parse_qs(urlsplit(ws.request.path).query)
             model = query.get("model", [DEFAULT_MODEL])[0]
-            connection = RealtimeConnection(ws, model, settings)
-            minted = self._minted_session(ws.request.headers)
-            if minted is not None:
-                connection.session.configure(minted)
+            call_id = query.get("call_id", [None])[0]
+            if call_id is not None and self._calls is not None:
+                connection = self._calls.connect(call_id, ws, settings)
+            else:
+                connection = RealtimeConnection(ws, model, settings)
+                minted = self._minted_session(ws.request.headers)
+                if minted is not None:
+                    connection.session.configure(minted)
             self._connections[ws] = connection
             try:
                 await connection.serve()
@@ -201,6 +220,8 @@ class RealtimeServer:
                     ws.transport.abort()
                 await self._server.wait_closed()
         self._close_voice()
+        if self._voice is not None:
+            await self._voice.wait_closed(SHUTDOWN_S)
 
     def _close_voice(self) -> None:
         if self._voice is not None:
@@ -266,6 +287,15 @@ class RealtimeServer:
                 "Incorrect API key provided. Send 'Authorization: Bearer <token>' with the "
                 "token this voxwire server was started with.",
             )
+        call_id = parse_qs(urlsplit(request.path).query).get("call_id", [None])[0]
+        if call_id is not None and (self._calls is None or not self._calls.attachable(call_id)):
+            return _json_response(
+                ws,
+                HTTPStatus.NOT_FOUND,
+                "call_not_found",
+                f"No accepted call with id {call_id[:128]!r}: accept the call first (POST "
+                "/v1/realtime/calls/{call_id}/accept).",
+            )
         return None
 
     def _minted_session(self, headers: Headers) -> dict[str, Any] | None:
@@ -273,6 +303,16 @@ class RealtimeServer:
             return None
         sessions = (self._keys.session_for(key) for key in _offered_keys(headers))
         return next((s for s in sessions if s is not None), None)
+
+    def authorized(self, authorization: str | None) -> bool:
+        """Whether an ``Authorization`` header value carries this server's token (always, when
+        it has none): the SIP emulation's REST endpoints check it as the handshake does."""
+        if self._token is None:
+            return True
+        auth = authorization or ""
+        return auth[:7].lower() == "bearer " and hmac.compare_digest(
+            auth[7:].strip().encode(), self._token.encode()
+        )
 
     def _authorized(self, headers: Headers) -> bool:
         assert self._token is not None

@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import importlib
 import os
+import signal
+import sys
 import webbrowser
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -75,17 +78,35 @@ async def local_recipe(
 
 async def _serve(args: argparse.Namespace) -> None:
     agent = load_agent(args.agent)
+    # SIGINT (Ctrl-C) and SIGTERM end the wait below: tabs' sessions and the servers close.
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(signum, stop.set)
     async with (
         local_recipe(agent, args.url, args.silence_ms) as recipe,
         WebServer(recipe, host="127.0.0.1", port=args.port) as web,
     ):
-        print(f"voxwire web: {web.url}  (agent {args.agent}; {recipe.label}); Ctrl-C stops")
+        print(
+            f"voxwire web: {web.url}  (agent {args.agent}; {recipe.label}); Ctrl-C stops",
+            flush=True,
+        )
         if args.open:
             webbrowser.open(web.url)
-        await asyncio.Event().wait()
+        await stop.wait()
 
 
 def run(args: argparse.Namespace) -> int:
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args))
+    """Serve until Ctrl-C (status 0); a busy port is status 2 with what to do."""
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # one before the handlers are in place
+            asyncio.run(_serve(args))
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        print(
+            f"voxwire web: port {args.port} is already in use: choose another with --port N, "
+            "or --port 0 for a free one (the page's address is printed)",
+            file=sys.stderr,
+        )
+        return 2
     return 0

@@ -13,6 +13,7 @@ a repr (websockets' debug log of request headers goes through a redacting filter
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Protocol
@@ -123,7 +124,21 @@ class WebSocketTransport:
             raise _transport_closed(exc) from exc
 
     async def close(self) -> None:
-        await self._ws.close()
+        """Close with the handshake, reading (and dropping) what the server still sends
+        meanwhile: with nobody reading, websockets stops reading the socket once its queue of
+        received messages is full, and the server's close frame, queued behind them, would only
+        be seen at ``close_timeout``."""
+        drain = asyncio.ensure_future(self._drain())
+        try:
+            await self._ws.close()
+        finally:
+            drain.cancel()
+            await asyncio.wait([drain])
+
+    async def _drain(self) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            async for _ in self._ws:
+                pass
 
 
 def _transport_closed(exc: ConnectionClosed) -> TransportClosed:

@@ -219,28 +219,25 @@ class ServerSession:
 
     # --- session ----------------------------------------------------------------------------------
 
-    def configure(self, raw_session: dict[str, Any]) -> None:
-        """Start from ``raw_session`` (a session a client secret was minted with, already
-        checked by the same rules as ``session.update``); nothing is sent for it."""
-        self._apply(raw_session, assistant_audio_sent=False)
-
-    def _apply(self, raw_session: object, *, assistant_audio_sent: bool) -> None:
-        self.session = apply_update(
-            self.session, raw_session, assistant_audio_sent=assistant_audio_sent
-        )
-        self._input.set_format(input_format(self.session).sample_format)
-        self._vad = self._vad.reconfigured(self.session)
-
     def _session_update(self, frame: str | bytes, client_event_id: str | None) -> Outcome:
         raw = parse_object(frame)
         assert not isinstance(raw, ProtocolErrorEvent)  # decoded once already
         tools_before = self.session["tools"]
-        self._apply(raw.get("session"), assistant_audio_sent=self.assistant_audio_sent)
+        self.configure(raw.get("session"))
         outcome: Outcome = [SessionUpdated(event_id=self.ids.event(), session=self._config())]
         # A hosted MCP server newly configured (or changed) has its tools listed.
         for config in tools_to_list(tools_before, self.session["tools"]):
             outcome += list_tools_events(self.ids, self.conversation, config, self.mcp_servers)
         return outcome
+
+    def configure(self, raw_session: object) -> None:
+        """Apply a session object (a ``session.update``'s, or a SIP call's accepted
+        configuration before ``session.created``); raises :class:`ServerError` if invalid."""
+        self.session = apply_update(
+            self.session, raw_session, assistant_audio_sent=self.assistant_audio_sent
+        )
+        self._input.set_format(input_format(self.session).sample_format)
+        self._vad = self._vad.reconfigured(self.session)
 
     # --- input audio ------------------------------------------------------------------------------
 
