@@ -64,6 +64,7 @@ async def _talk(chromium: str, microphone: Path, tmp_path: Path) -> dict[str, An
                 "() => JSON.stringify({records: window.voxwire.records, clears: "
                 "window.voxwire.clears, starts: window.voxwire.itemStarts, "
                 "reported: window.voxwire.reports.map(r => r.position), "
+                "rate: window.voxwire.context.sampleRate, "
                 "latency_s: [window.voxwire.context.baseLatency, "
                 "window.voxwire.context.outputLatency], "
                 "cuts: document.querySelectorAll('#timeline line.cut').length, "
@@ -101,15 +102,17 @@ def test_a_barge_in_in_the_browser_truncates_at_what_the_page_played(tmp_path: P
     start = result["starts"][cut["item_id"]]
     clear = result["clears"][0]
     assert clear["acked"] in result["reported"]
-    assert cut["audio_end_ms"] == (clear["acked"] - start) * 1000 // RATE_HZ
+    rate = result["rate"]  # the page's: every position is counted at it
+    assert cut["audio_end_ms"] == (clear["acked"] - start) * 1000 // rate
     assert cut["audio_end_ms"] > 1000, "the barge-in came while the agent was talking"
     # Reports go on until the clear arrives: what the page heard meanwhile (in flight) is the
     # whole gap between the listener and the cut. One render quantum of reports apart, or the
     # audio played during the round trip to the server (Chromium renders in bursts).
-    in_flight_ms = (clear["lastReported"] - clear["acked"]) * 1000 / RATE_HZ
+    in_flight_ms = (clear["lastReported"] - clear["acked"]) * 1000 / rate
     base_s, output_s = result["latency_s"]
     print(
-        f"heard after the last report the server had: {in_flight_ms:.1f} ms; Web Audio latency "
+        f"page at {rate} Hz; heard after the last report the server had: {in_flight_ms:.1f} ms; "
+        "Web Audio latency "
         f"counted: base {base_s * 1000:.1f} ms + output {output_s * 1000:.1f} ms"
     )
     assert 0 <= in_flight_ms <= 100

@@ -105,13 +105,18 @@ async def _record(ws: ClientConnection, kind: str, chunks: list[bytes]) -> dict[
 
 
 def test_a_tab_truncates_at_what_it_acknowledged() -> None:
+    """A page at 48 kHz: its microphone resampled to the session's 24 kHz, the audio sent at
+    48 kHz, every position counted at 48 kHz."""
+
     async def body() -> None:
         async with web_for_local_server() as web:
             origin = f"http://127.0.0.1:{web.port}"
             async with connect(f"ws://127.0.0.1:{web.port}/talk", origin=origin) as ws:  # type: ignore[arg-type]
                 chunks: list[bytes] = []
+                await ws.send(json.dumps({"type": "hello", "rate_hz": 48_000}))
                 hello = await _next_json(ws, "hello", chunks)
                 assert hello["agent"] == "Weather"
+                await ws.send(bytes(48_000 // 50 * 2 * 10))  # 200 ms of silence from the mic
                 # Bad messages are noted and ignored: the tab goes on.
                 await ws.send(b"\x01\x02\x03")
                 await ws.send("{not json")
@@ -120,21 +125,24 @@ def test_a_tab_truncates_at_what_it_acknowledged() -> None:
                     assert (await _record(ws, "error", chunks))["source"] == "page"
                 await ws.send(json.dumps({"type": "text", "text": "tell me a story"}))
                 assert (await _record(ws, "user_text", chunks))["text"] == "tell me a story"
+                # 200 ms at 48 kHz became 24 kHz frames of 20 ms (less the resampler's delay).
+                assert 9 <= web.bridges[0].microphone.frames_sent <= 10
                 await _record(ws, "audio_first", chunks)
-                while sum(len(c) - 8 for c in chunks) // 2 < 24_000:
+                while sum(len(c) - 8 for c in chunks) // 2 < 48_000:
                     message = await asyncio.wait_for(ws.recv(), 10)
                     if isinstance(message, bytes):
                         chunks.append(message)
                 starts = [struct.unpack("<d", c[:8])[0] for c in chunks]
                 sizes = [(len(c) - 8) // 2 for c in chunks]
                 assert starts == list(np.cumsum([0, *sizes[:-1]]))  # contiguous ring positions
+                assert set(sizes[:-1]) == {48_000 * 40 // 1000}  # 40 ms chunks at 48 kHz
                 heard = 12_345  # as if the page had played this far
                 await ws.send(json.dumps({"type": "played", "position": heard}))
                 await ws.send(json.dumps({"type": "interrupt"}))
                 clear = await _next_json(ws, "clear", chunks)
                 assert clear["sent"] >= heard
                 cut = await _record(ws, "cut", chunks)
-                assert cut["audio_end_ms"] == heard * 1000 // 24_000
+                assert cut["audio_end_ms"] == heard * 1000 // 48_000
                 truncated = await _record(ws, "truncated", chunks)
                 assert truncated["audio_end_ms"] == cut["audio_end_ms"]
 

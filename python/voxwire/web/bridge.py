@@ -1,8 +1,11 @@
 """``TabBridge``: one browser tab talking to one :class:`~voxwire.asyncio.RealtimeSession`.
 
-The page sends the microphone as binary websocket messages (PCM16, 24 kHz, 20 ms frames) and
-JSON commands; the bridge sends the assistant's audio as binary messages and the timeline's
-records, ``clear`` and a few notes as JSON.
+The page first says its rate (its ``AudioContext``'s, the device's: ``{"type": "hello",
+"rate_hz": 48000}``); then it sends the microphone as binary websocket messages (PCM16 at that
+rate, 20 ms frames; resampled here to the session's 24 kHz by :class:`~voxwire.audio.AudioInput`)
+and JSON commands; the bridge sends the assistant's audio at the page's rate as binary messages
+(the :class:`~voxwire.audio.RemoteOutput` resamples it) and the timeline's records, ``clear`` and
+a few notes as JSON. Every position is in samples at the page's rate.
 
 The assistant's audio goes through a :class:`~voxwire.audio.RemoteOutput`: each chunk it
 :meth:`~voxwire.audio.RemoteOutput.take`\\ s is sent with its ring position (a little-endian
@@ -35,17 +38,16 @@ from websockets.exceptions import ConnectionClosed
 
 from voxwire.agents import RealtimeAgent
 from voxwire.asyncio import RealtimeSession
-from voxwire.audio import RemoteOutput
+from voxwire.audio import AudioInput, RemoteOutput
 from voxwire.web.timeline import Record, Timeline
 
-__all__ = ["CHUNK_SAMPLES", "RATE_HZ", "SessionRecipe", "TabBridge"]
+__all__ = ["CHUNK_MS", "RATE_HZ", "SessionRecipe", "TabBridge"]
 
 log = logging.getLogger("voxwire.web")
 
-RATE_HZ: Final = 24_000
-CHUNK_SAMPLES: Final = 960  # 40 ms per message
-LEAD_SAMPLES: Final = RATE_HZ * 2  # sent ahead of what was heard at most (the page's queue)
-MAX_FRAME_BYTES: Final = RATE_HZ * 2  # one second of microphone audio in one message, at most
+RATE_HZ: Final = 24_000  # a page that does not say its rate
+CHUNK_MS: Final = 40  # audio per message to the page
+LEAD_MS: Final = 2_000  # sent ahead of what was heard at most (the page's queue)
 
 
 @dataclass(frozen=True)
@@ -83,12 +85,22 @@ class _Outbox:
 class TabBridge:
     """Runs one tab: the session, its output and timeline, and the page's websocket."""
 
-    def __init__(self, ws: ServerConnection, recipe: SessionRecipe) -> None:
+    def __init__(
+        self,
+        ws: ServerConnection,
+        recipe: SessionRecipe,
+        rate_hz: int = RATE_HZ,
+        first: str | bytes | None = None,
+    ) -> None:
         self._ws = ws
         self._recipe = recipe
         self._out = _Outbox()
         self._wake = asyncio.Event()
-        self.output = RemoteOutput(RATE_HZ, on_audio=self._wake.set, on_interrupt=self._clear)
+        self.rate_hz = rate_hz
+        """The page's rate (its AudioContext's): the microphone comes at it, audio goes at it."""
+        self._first = first
+        self.microphone = AudioInput(rate_hz)  # resampled to the session's 24 kHz frames
+        self.output = RemoteOutput(rate_hz, on_audio=self._wake.set, on_interrupt=self._clear)
         self.timeline = Timeline(on_record=self._record, playback=self.output.clock)
         self.session = recipe.session(self.output)
         self._starts: set[tuple[str, int]] = set()
@@ -132,26 +144,43 @@ class TabBridge:
 
     # -- the page's messages ----------------------------------------------------------------------
 
+    @classmethod
+    async def open(cls, ws: ServerConnection, recipe: SessionRecipe) -> TabBridge:
+        """The bridge for a page, once it said its rate: its first message is
+        ``{"type": "hello", "rate_hz": n}`` (without one, 24 kHz, and the message counts)."""
+        first = await ws.recv()
+        hello = _parse(first) if isinstance(first, str) else None
+        if hello is None or hello.get("type") != "hello":
+            return cls(ws, recipe, RATE_HZ, first)
+        rate = hello.get("rate_hz")
+        if isinstance(rate, bool) or not isinstance(rate, int) or not 8_000 <= rate <= 192_000:
+            raise ValueError(f"the page's rate_hz {str(rate)[:20]} is not 8000 ..= 192000")
+        return cls(ws, recipe, rate)
+
     async def _from_page(self) -> None:
+        if self._first is not None:
+            await self._message(self._first)
         async for message in self._ws:
-            if isinstance(message, bytes):
-                if len(message) % 2 or len(message) > MAX_FRAME_BYTES:
-                    self._note_bad(f"an audio frame of {len(message)} bytes")
-                    continue
-                await self.session.send_audio(message)
-            else:
-                await self._command(message)
+            await self._message(message)
+
+    async def _message(self, message: str | bytes) -> None:
+        if isinstance(message, str):
+            await self._command(message)
+        elif len(message) % 2 or len(message) > self.rate_hz * 2:  # one second at most
+            self._note_bad(f"an audio frame of {len(message)} bytes")
+        else:
+            for frame in self.microphone.process(message):
+                await self.session.send_audio(frame)
 
     def _note_bad(self, what: str) -> None:
         self.timeline.note("error", source="page", message=f"ignored {what}", code=None)
 
     async def _command(self, text: str) -> None:
-        try:
-            message = json.loads(text)
-        except ValueError:
-            self._note_bad("a message that is not JSON")
+        message = _parse(text)
+        if message is None:
+            self._note_bad("a message that is not a JSON object")
             return
-        kind = message.get("type") if isinstance(message, dict) else None
+        kind = message.get("type")
         if kind == "played" and isinstance(message.get("position"), int | float):
             self._played(int(message["position"]))
         elif kind == "mute":
@@ -186,14 +215,16 @@ class TabBridge:
 
     async def _audio(self) -> None:
         header = struct.Struct("<d")
+        chunk_samples = self.rate_hz * CHUNK_MS // 1000
+        lead_samples = self.rate_hz * LEAD_MS // 1000
         while True:
             await self._wake.wait()
             self._wake.clear()
             # New audio shows on the timeline as it arrives (the clock knows every item).
             self.timeline.observe_playback(self.output.clock.items(), heard=False)
-            while self.output.sent_samples - self.output.heard_samples < LEAD_SAMPLES:
+            while self.output.sent_samples - self.output.heard_samples < lead_samples:
                 start = self.output.sent_samples
-                chunk = self.output.take(CHUNK_SAMPLES)
+                chunk = self.output.take(chunk_samples)
                 if not len(chunk):
                     break
                 self._out.queue.put_nowait(header.pack(start) + chunk.astype("<i2").tobytes())
@@ -201,3 +232,12 @@ class TabBridge:
     async def _to_page(self) -> None:
         while True:
             await self._ws.send(await self._out.queue.get())
+
+
+def _parse(text: str) -> dict[str, Any] | None:
+    """A JSON object from the page, or ``None``."""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None

@@ -151,7 +151,13 @@ class WebServer:
             await self._watch(ws)
             return
         assert self.recipe is not None
-        bridge = TabBridge(ws, self.recipe)
+        try:
+            bridge = await TabBridge.open(ws, self.recipe)
+        except ConnectionClosed:
+            return
+        except ValueError as exc:  # a page that says something impossible
+            await ws.close(1008, str(exc)[:120])
+            return
         self.bridges.append(bridge)
         try:
             await bridge.run()

@@ -3,8 +3,6 @@
 // the live timeline of a session attached from code (over /watch).
 import { renderTimeline } from "./timeline.js";
 
-const RATE_HZ = 24000;
-const FRAME_SAMPLES = 480; // 20 ms
 const $ = (id) => document.getElementById(id);
 const state = { records: [], reports: [], clears: [], socket: null, context: null, player: null, muted: false, started: null };
 window.voxwire = state; // for tests and the curious
@@ -61,7 +59,9 @@ function onMessage(event) {
 
 async function start() {
   $("start").disabled = true;
-  const context = new AudioContext({ sampleRate: RATE_HZ, latencyHint: "interactive" });
+  // The device's own rate: no resampling in the browser (some refuse a microphone at another
+  // rate); the Python side resamples the microphone to 24 kHz and the audio to this rate.
+  const context = new AudioContext({ latencyHint: "interactive" });
   state.context = context;
   await context.audioWorklet.addModule("/static/capture-worklet.js");
   await context.audioWorklet.addModule("/static/playback-worklet.js");
@@ -81,7 +81,8 @@ async function start() {
     audio: { channelCount: 1, echoCancellation: true, noiseSuppression: false, autoGainControl: false },
   });
   const capture = new AudioWorkletNode(context, "voxwire-capture", {
-    numberOfInputs: 1, numberOfOutputs: 0, processorOptions: { frameSamples: FRAME_SAMPLES },
+    numberOfInputs: 1, numberOfOutputs: 0,
+    processorOptions: { frameSamples: Math.round(context.sampleRate / 50) }, // 20 ms
   });
   context.createMediaStreamSource(stream).connect(capture);
   capture.port.onmessage = (e) => { if (!state.muted) send(e.data); };
@@ -90,6 +91,7 @@ async function start() {
   socket.onmessage = onMessage;
   socket.onclose = (e) => { $("status").textContent = `disconnected (${e.code} ${e.reason})`; $("state").textContent = "closed"; };
   socket.onopen = () => {
+    socket.send(JSON.stringify({ type: "hello", rate_hz: context.sampleRate }));
     for (const id of ["mute", "interrupt", "text", "send"]) $(id).disabled = false;
   };
   state.socket = socket;

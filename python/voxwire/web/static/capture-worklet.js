@@ -1,5 +1,6 @@
-// The microphone side: the context's input (already at the context's rate, 24 kHz) as PCM16
-// frames of `frameSamples` samples, posted to the page, which sends them to the session.
+// The microphone side: the context's input, at the context's rate, as PCM16 frames of
+// `frameSamples` samples, posted to the page, which sends them to the Python side (where they
+// are resampled to the session's 24 kHz).
 class VoxwireCapture extends AudioWorkletProcessor {
   constructor(options) {
     super();
