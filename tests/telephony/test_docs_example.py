@@ -38,7 +38,9 @@ SCENARIO = Scenario.from_mapping(
 
 
 def example_source() -> str:
-    match = re.search(r"```python\n(# phone\.py.*?)```", DOC.read_text(), re.S)
+    match = re.search(
+        r"```python\n(?:# fragment:[^\n]*\n)?(# phone\.py.*?)```", DOC.read_text(), re.S
+    )
     assert match is not None, "the example app is gone from docs/telephony.md"
     return match.group(1)
 

@@ -18,6 +18,7 @@ holds it.
   (docs/agents.md).
 """
 
+from voxwire.asyncio.connection.calls import CallControl
 from voxwire.asyncio.connection.endpoint import DEFAULT_MODEL, DEFAULT_URL, ApiKeySource
 from voxwire.asyncio.connection.health import EndpointStatus
 from voxwire.asyncio.connection.reconnect import ReconnectPolicy, SessionReconnecting
@@ -44,6 +45,7 @@ from voxwire.asyncio.events import (
     CloseEvent,
     CloseReason,
     ConversationItemAddedEvent,
+    DtmfEvent,
     EndpointHealthEvent,
     ErrorEvent,
     ErrorSource,
@@ -107,12 +109,14 @@ __all__ = [
     "AudioEndEvent",
     "AudioEvent",
     "AudioInterruptedEvent",
+    "CallControl",
     "CloseEvent",
     "CloseReason",
     "ConnectRequest",
     "ConnectionFailed",
     "Connector",
     "ConversationItemAddedEvent",
+    "DtmfEvent",
     "EndpointHealthEvent",
     "EndpointStatus",
     "ErrorEvent",

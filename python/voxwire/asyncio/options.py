@@ -23,6 +23,7 @@ from voxwire.asyncio.agents.input_guardrails import Refusal
 from voxwire.asyncio.agents.tools import DEFAULT_REJECTION_MESSAGE
 from voxwire.asyncio.audio.microphone import AudioSource, check_source
 from voxwire.asyncio.audio.playback import AudioOutputTarget, attached_output
+from voxwire.asyncio.connection.calls import CallControl
 from voxwire.asyncio.connection.endpoint import ApiKeySource, build_url
 from voxwire.asyncio.connection.reconnect import ReconnectPolicy
 from voxwire.asyncio.connection.renewal import RenewalPolicy
@@ -37,7 +38,7 @@ from voxwire.audio.bargein import BargeInDetector
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.ids import CounterIds, IdFactory
-from voxwire.store import AudioPolicy, ConversationStore
+from voxwire.store import DEFAULT_LEASE_TTL_S, AudioPolicy, ConversationStore
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -86,10 +87,12 @@ class SessionOptions:
     store: ConversationStore | None = None
     conversation_id: str | None = None
     store_audio: AudioPolicy | None = None
+    lease_ttl_s: float = DEFAULT_LEASE_TTL_S
     context: Any = None
     tool_error_formatter: ToolErrorFormatter | None = None
     input_guardrail_refusal: Refusal = DEFAULT_REFUSAL
     mcp_follow_up: bool = True
+    call_control: CallControl | None = None
 
     # Derived, checked values (set in __post_init__).
     primary_url: str = field(init=False)
@@ -122,6 +125,7 @@ class SessionOptions:
                 "guardrails' names"
             )
         self._check_agent_features()
+        self._check_call_control()
         # Validated now; tracing is kept out of the base configuration later updates are made
         # from (asyncio/observability/tracing.py: it is sent once, in the first session.update).
         base = agent_session_config(self.config, None)
@@ -134,6 +138,23 @@ class SessionOptions:
         )
         self._set("base_config", msgspec.structs.replace(base, tracing=msgspec.UNSET))
         self._set("tracing", tracing)
+
+    def _check_call_control(self) -> None:
+        control = self.call_control
+        if control is None:
+            return
+        if not (
+            callable(getattr(control, "refer", None)) and callable(getattr(control, "hangup", None))
+        ):
+            raise ConfigurationError(
+                f"call_control={control!r} is invalid: expected an object with refer(call_id, "
+                "target_uri) and hangup(call_id), such as voxwire.telephony.SipCalls()"
+            )
+        if self.call_id is None:
+            raise ConfigurationError(
+                "call_control needs call_id: the session controls the call it is attached to "
+                "(RealtimeSession(call_id=..., call_control=...))"
+            )
 
     def _check_agent_features(self) -> None:
         formatter = self.tool_error_formatter
@@ -153,6 +174,13 @@ class SessionOptions:
         object.__setattr__(self, name, value)  # a frozen dataclass's derived fields
 
     def _check_store(self) -> None:
+        ttl = self.lease_ttl_s
+        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < 86_400:
+            raise ConfigurationError(
+                f"lease_ttl_s={ttl!r} is invalid: expected seconds > 0 (how long the "
+                "conversation stays held after this process stops renewing it; default "
+                f"{DEFAULT_LEASE_TTL_S:g})"
+            )
         if not isinstance(self.store, ConversationStore | None):
             raise ConfigurationError(
                 f"store={self.store!r} is invalid: expected a voxwire.store.ConversationStore "

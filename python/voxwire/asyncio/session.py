@@ -57,6 +57,7 @@ from voxwire.asyncio.audio.playback import (
     output_path,
 )
 from voxwire.asyncio.audio.speech_tracker import SpeechTracker
+from voxwire.asyncio.connection.calls import CallControl
 from voxwire.asyncio.connection.dial import Dialer
 from voxwire.asyncio.connection.endpoint import ApiKeySource
 from voxwire.asyncio.connection.pump import Pump
@@ -68,6 +69,7 @@ from voxwire.asyncio.connection.transport import (
     Transport,
     TransportClosed,
 )
+from voxwire.asyncio.control import SessionControl
 from voxwire.asyncio.dispatch import Dispatcher
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.events.lifecycle import SessionState
@@ -87,7 +89,7 @@ from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.ids import IdFactory
 from voxwire.protocol.protocol import RealtimeProtocol
 from voxwire.protocol.updates import SessionUpdateLog
-from voxwire.store import AudioPolicy, ConversationStore
+from voxwire.store import DEFAULT_LEASE_TTL_S, AudioPolicy, ConversationStore
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -97,7 +99,7 @@ __all__ = ["RealtimeSession", "SessionState"]
 log = logging.getLogger("voxwire.session")
 
 
-class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
+class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPersistence):
     """One Realtime conversation. Use ``async with RealtimeSession(...) as session:`` (or
     ``connect()`` / ``close()``) and ``async for event in session``.
 
@@ -147,7 +149,8 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
     session duration (:mod:`voxwire.asyncio.connection.renewal`).
 
     Persistence (docs/persistence.md): ``store`` records the conversation ``conversation_id``
-    (default: a new id) as the server confirms it, ``store_audio`` adds its audio;
+    (default: a new id) as the server confirms it, ``store_audio`` adds its audio, holding the
+    conversation's lease (``lease_ttl_s``; docs/persistence.md);
     :meth:`snapshot`, :meth:`resume`.
     """
 
@@ -191,10 +194,12 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
         store: ConversationStore | None = None,
         conversation_id: str | None = None,
         store_audio: AudioPolicy | None = None,
+        lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
         context: Any = None,
         tool_error_formatter: ToolErrorFormatter | None = None,
         input_guardrail_refusal: Refusal = DEFAULT_REFUSAL,
         mcp_follow_up: bool = True,
+        call_control: CallControl | None = None,
     ) -> None:
         # Every argument goes to SessionOptions, which checks them (asyncio/options.py);
         # nothing is opened, read or started here.
@@ -290,7 +295,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
         self._renewer = Renewer(renewal, hosts.RenewHost(self)) if renewal is not None else None
         self._background = OwnedTasks(self._background_failed)
         self._persistence = Persistence(options, emit)
-        self._start = ConversationStart(self._persistence, options.open_timeout_s)
+        self._start = ConversationStart(self._persistence, options.open_timeout_s, self._translator)
         host = hosts.AgentHost(self)
         active = self._switcher.active
         self._tools = ToolRunner(
@@ -552,39 +557,6 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
         """An exception escaped a tool or guardrail task (the runners catch the expected ones)."""
         source: ev.ErrorSource = "guardrail" if kind == "guardrail" else "tool"
         self._queue.put(ev.failure(f"a background {kind} task", exc, source))
-
-    # --- agents: switching, tools, guardrails (asyncio/agents/switching.py, tools.py,
-    # guardrails.py) ---
-
-    async def update_agent(self, agent: RealtimeAgent) -> None:
-        """Make ``agent`` the session's agent: its instructions, tools, handoffs, guardrails and
-        (while the conversation holds no assistant audio — the Realtime API refuses a voice
-        change after that) its voice.
-
-        Everything dynamic is resolved first (instructions, ``is_enabled``, handoff targets);
-        if that raises, nothing changed and the exception is raised here. Then the
-        ``session.update`` goes out, and the switch happens when the server acknowledges it
-        (``agent_end`` / ``agent_start``); if the server rejects it,
-        :class:`~voxwire.exceptions.ConfigurationError` is raised and the previous agent stays.
-        Calls already made keep running with the agent they were made to.
-        """
-        await self._switcher.update_agent(agent)
-
-    def approve_tool_call(self, call_id: str, *, always: bool = False) -> None:
-        """Let the call of a ``tool_approval_requested`` (or ``mcp_approval_requested``) event
-        run. ``always``: also approve later calls of the same tool for the rest of the session.
-        Raises :class:`~voxwire.exceptions.InvalidState` if no call ``call_id`` is waiting."""
-        if not self._mcp.answer_if_waiting(call_id, True, always=always):
-            self._tools.approve(call_id, always=always)
-
-    def reject_tool_call(
-        self, call_id: str, *, message: str | None = None, always: bool = False
-    ) -> None:
-        """Refuse the call of a ``tool_approval_requested`` event: the tool does not run and the
-        model gets ``message`` (default: the session's ``tool_rejection_message``) as the
-        output (an MCP request's ``reason``). ``always``: refuse later calls of it too."""
-        if not self._mcp.answer_if_waiting(call_id, False, reason=message, always=always):
-            self._tools.reject(call_id, message=message, always=always)
 
     # --- events -----------------------------------------------------------------------------------
 

@@ -6,7 +6,9 @@ The frame parsing, the receive-path events for bad and unknown frames
 are :mod:`voxwire.protocol.codec`'s; this module adds the Live unions. Receiving never raises.
 A frame becomes, in this order of preference:
 
-1. the typed event (one ``Decoder.decode`` call; base64 audio decoded in the same pass);
+1. the typed event (one ``Decoder.decode`` call; base64 audio decoded in the same pass), after
+   the shared checks of :mod:`voxwire.protocol.limits` (text, UTF-8, size; nesting and number
+   of values for events that hold free-form JSON);
 2. :class:`UnknownServerEvent` for a ``type`` this SDK does not know, keeping the mapping;
 3. :class:`ProtocolErrorEvent` naming what was wrong and where.
 """
@@ -25,7 +27,13 @@ from voxwire.live.server_events import (
     LiveReceivedEvent,
     LiveServerEvent,
 )
-from voxwire.protocol.codec import parse_object, remember_source, struct_unknown_fields
+from voxwire.protocol.codec import (
+    _holds_free_form,
+    parse_object,
+    remember_source,
+    struct_unknown_fields,
+)
+from voxwire.protocol.limits import MAX_FRAME_BYTES, frame_problem, shape_problem
 from voxwire.protocol.server_events import ProtocolErrorEvent, UnknownServerEvent
 
 __all__ = [
@@ -43,6 +51,13 @@ def _union(types: tuple[type, ...]) -> Any:
 
 _SERVER_UNION: Final = _union(tuple(SERVER_EVENT_TYPES.values()))
 _CLIENT_UNION: Final = _union(tuple(CLIENT_EVENT_TYPES.values()))
+# Event types that can hold free-form JSON (a session's tools, a nested Responses event): their
+# frames are checked against the shared bounds on nesting and size (voxwire.protocol.limits).
+_FREE_FORM: Final = frozenset(
+    cls
+    for cls in (*SERVER_EVENT_TYPES.values(), *CLIENT_EVENT_TYPES.values())
+    if _holds_free_form(cls)
+)
 _server_decoder: Final = msgspec.json.Decoder(_SERVER_UNION)
 _client_decoder: Final = msgspec.json.Decoder(_CLIENT_UNION)
 _encoder: Final = msgspec.json.Encoder()
@@ -50,22 +65,24 @@ _encoder: Final = msgspec.json.Encoder()
 
 def decode_server_event(data: str | bytes) -> LiveReceivedEvent:
     """Decode one Live server frame. Never raises."""
-    if type(data) is bytes and not data.isascii() and not _is_utf8(data):
-        return _NOT_UTF8
+    problem = _frame_problem(data)
+    if problem is not None:
+        return problem
     try:
         event: LiveServerEvent = _server_decoder.decode(data)
     except (msgspec.DecodeError, RecursionError, UnicodeError) as exc:
         slow: LiveReceivedEvent = _decode_slowly(data, SERVER_EVENT_TYPES, exc, server=True)
         return slow
-    remember_source(event, data)
-    return event
+    kept: LiveReceivedEvent = _kept(event, data)
+    return kept
 
 
 def decode_client_event(data: str | bytes) -> LiveClientEvent | ProtocolErrorEvent:
     """Decode one Live client frame (for the server side). Never raises; an unknown ``type`` is
     a protocol error here, since a server must refuse what it does not know."""
-    if type(data) is bytes and not data.isascii() and not _is_utf8(data):
-        return _NOT_UTF8
+    problem = _frame_problem(data)
+    if problem is not None:
+        return problem
     try:
         event: LiveClientEvent = _client_decoder.decode(data)
     except (msgspec.DecodeError, RecursionError, UnicodeError) as exc:
@@ -73,8 +90,8 @@ def decode_client_event(data: str | bytes) -> LiveClientEvent | ProtocolErrorEve
             data, CLIENT_EVENT_TYPES, exc, server=False
         )
         return slow
-    remember_source(event, data)
-    return event
+    checked: LiveClientEvent | ProtocolErrorEvent = _kept(event, data)
+    return checked
 
 
 def unknown_fields(event: LiveReceivedEvent | LiveClientEvent) -> dict[str, Any]:
@@ -93,19 +110,27 @@ def encode_event(event: LiveClientEvent | LiveServerEvent) -> str:
     return _encoder.encode(event).decode()
 
 
-# A typed decoder skips the fields it does not model without reading them, so a binary frame
-# could pass as an event; the whole frame is checked (ASCII frames, e.g. audio, skip the check).
-_NOT_UTF8: Final = ProtocolErrorEvent(
-    message="frame is not UTF-8 text (a binary frame?): Live events are JSON text frames"
-)
+def _frame_problem(data: str | bytes) -> ProtocolErrorEvent | None:
+    """What makes a frame unreadable before parsing — not text, not UTF-8 (a typed decoder
+    skips unmodelled fields unread, so the whole frame is checked), over the size bound — by
+    the shared rules (:func:`voxwire.protocol.limits.frame_problem`). A short ``str`` (the
+    usual text frame, e.g. every audio delta) needs no check."""
+    if type(data) is str and len(data) <= MAX_FRAME_BYTES:
+        return None
+    problem = frame_problem(data)
+    return ProtocolErrorEvent(message=problem) if problem is not None else None
 
 
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+def _kept(event: Any, data: str | bytes) -> Any:
+    """``event`` holding its frame, or a protocol error if it carries free-form JSON nested or
+    sized over the shared bounds (the audio and transcript deltas skip the check)."""
+    if type(event) in _FREE_FORM:
+        problem = shape_problem(data)
+        if problem is not None:
+            kind = str(event.__struct_config__.tag)
+            return ProtocolErrorEvent(message=f"{kind} {problem}", event_type=kind)
+    remember_source(event, data)
+    return event
 
 
 def _decode_slowly(
@@ -113,12 +138,7 @@ def _decode_slowly(
 ) -> Any:
     """Why the typed decoder refused ``data``: an unknown event (server side) or a protocol
     error naming the problem (``failure`` says what was wrong with a known type)."""
-    try:
-        raw = parse_object(data)
-    except (RecursionError, UnicodeError) as exc:
-        # The shared parser's hardening (voxwire.protocol.limits) will answer these itself.
-        why = "nests too deeply" if isinstance(exc, RecursionError) else "is not Unicode text"
-        return ProtocolErrorEvent(message=f"frame {why} to be read as a Live event")
+    raw = parse_object(data)
     if isinstance(raw, ProtocolErrorEvent):
         return raw
     kind = raw.get("type")

@@ -1,17 +1,23 @@
 """Persistence: conversations stored as the server confirms them, and session snapshots.
 
 * :class:`ConversationStore` — the interface; :class:`SQLiteStore` (stdlib sqlite3, one file,
-  the default) here, ``voxwire.store.postgres.PostgresStore`` with ``pip install
-  "voxwire[postgres]"`` (imported from its module, so psycopg is needed only by those who use it).
+  the default) and :class:`PostgresStore` (``pip install "voxwire[postgres]"``). ``PostgresStore``
+  is imported on first use (``from voxwire.store import PostgresStore``, or from
+  ``voxwire.store.postgres``), so psycopg is needed only by those who use it.
 * :class:`ConversationRecorder` — sans-I/O: server events in, :mod:`store operations
   <voxwire.store.ops>` out, so a session only forwards what it receives.
 * :class:`SessionSnapshot` — the versioned JSON form of a conversation and its session state.
+* :class:`Lease`, :class:`HeldConversation` — one live writer per conversation, with a fencing
+  token (:mod:`voxwire.store.lease`).
 * :func:`replay_items`, :func:`conversation_state`, :func:`wire_item` — item integrity on replay.
 
 docs/persistence.md describes the API, the schema and the snapshot format.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from voxwire.store.base import ConversationInfo, ConversationStore
+from voxwire.store.lease import DEFAULT_LEASE_TTL_S, HeldConversation, Lease
 from voxwire.store.ops import (
     DeleteItem,
     DropApproval,
@@ -41,7 +47,11 @@ from voxwire.store.snapshot import (
 )
 from voxwire.store.sqlite import SQLiteStore
 
+if TYPE_CHECKING:
+    from voxwire.store.postgres import PostgresStore
+
 __all__ = [
+    "DEFAULT_LEASE_TTL_S",
     "POSITION_GAP",
     "SNAPSHOT_VERSION",
     "AudioPolicy",
@@ -51,8 +61,11 @@ __all__ = [
     "DeleteItem",
     "DropApproval",
     "DropOutput",
+    "HeldConversation",
+    "Lease",
     "MoveItems",
     "Origin",
+    "PostgresStore",
     "PutApproval",
     "PutItem",
     "PutOutput",
@@ -69,3 +82,17 @@ __all__ = [
     "replay_items",
     "wire_item",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``PostgresStore`` on first use: psycopg is imported only by those who use it."""
+    if name == "PostgresStore":
+        try:
+            from voxwire.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise ImportError(
+                f"PostgresStore needs psycopg 3 and psycopg-pool: pip install "
+                f"'voxwire[postgres]' ({exc})"
+            ) from exc
+        return PostgresStore
+    raise AttributeError(f"module 'voxwire.store' has no attribute {name!r}")

@@ -399,6 +399,7 @@ async def _restore(
     await _receive_until(transport, protocol, lambda e: isinstance(e, se.SessionCreated))
     update_id = protocol.send_session_update(host.resume_config(), origin="session").event_id
     waiting: dict[str, str] = {}  # create event_id -> item id
+    created: dict[str, str] = {}  # item id -> create event_id (each ack found in one step)
     previous = ROOT
     items = restoration.items if restore_history else ()
     for item in items:
@@ -406,6 +407,7 @@ async def _restore(
         assert create.event_id is not None
         assert create.item.id is not None
         waiting[create.event_id] = create.item.id
+        created[create.item.id] = create.event_id
         previous = create.item.id
     for frame in protocol.data_to_send():
         await transport.send(frame)
@@ -419,10 +421,9 @@ async def _restore(
         if isinstance(event, se.SessionUpdated):
             updated = True
         elif isinstance(event, se.ConversationItemAdded | se.ConversationItemCreated):
-            acked = [k for k, item_id in waiting.items() if item_id == event.item.id]
-            for event_id in acked:
-                del waiting[event_id]
-            restored += len(acked)
+            event_id = created.pop(event.item.id or "", None)
+            if event_id is not None and waiting.pop(event_id, None) is not None:
+                restored += 1
         elif isinstance(event, se.ErrorEvent):
             failed = event.error
             if failed.event_id is not None and failed.event_id == update_id:

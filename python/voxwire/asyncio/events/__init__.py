@@ -46,6 +46,7 @@ __all__ = [
     "CloseEvent",
     "CloseReason",
     "ConversationItemAddedEvent",
+    "DtmfEvent",
     "EndpointHealthEvent",
     "ErrorEvent",
     "ErrorSource",
@@ -183,6 +184,17 @@ class AssistantTranscriptDoneEvent:
     response_id: str
     transcript: str
     modality: Literal["audio", "text"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DtmfEvent:
+    """The caller pressed a key on a phone call (``input_audio_buffer.dtmf_event_received``,
+    SIP calls only): ``key`` is ``0``-``9``, ``*`` or ``#``; ``received_at`` the server's time
+    of receipt (Unix seconds). :mod:`voxwire.telephony.dtmf` collects digits from these."""
+
+    type: Literal["dtmf"] = field(default="dtmf", init=False)
+    key: str
+    received_at: int
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -490,6 +502,7 @@ SessionEvent: TypeAlias = (
     | UserInputTranscribedEvent
     | HistoryAddedEvent
     | HistoryUpdatedEvent
+    | DtmfEvent
     | ResponseStartedEvent
     | ResponseDoneEvent
     | MetricsCollectedEvent

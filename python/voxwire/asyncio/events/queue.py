@@ -38,6 +38,8 @@ class EventQueue(Generic[_T]):
         self._max = max_events
         self._droppable = droppable
         self._events: deque[_T] = deque()
+        self._droppable_queued = 0  # how many queued events are droppable: a full queue with
+        # none (a long restoration's history events) drops its oldest without looking
         self._waiters: set[asyncio.Future[None]] = set()
         self._closed = False
         self.dropped = 0
@@ -57,6 +59,8 @@ class EventQueue(Generic[_T]):
         if len(self._events) >= self._max:
             self._drop_one()
         self._events.append(event)
+        if self._droppable(event):
+            self._droppable_queued += 1
         self._wake()
 
     def close(self) -> None:
@@ -75,7 +79,10 @@ class EventQueue(Generic[_T]):
                 await waiter
             finally:
                 self._waiters.discard(waiter)
-        return self._events.popleft()
+        event = self._events.popleft()
+        if self._droppable_queued and self._droppable(event):
+            self._droppable_queued -= 1
+        return event
 
     def _wake(self) -> None:
         # Wake everyone: a woken waiter that is cancelled before it runs must not strand an
@@ -86,7 +93,11 @@ class EventQueue(Generic[_T]):
         self._waiters.clear()
 
     def _drop_one(self) -> None:
-        index = next((i for i, event in enumerate(self._events) if self._droppable(event)), 0)
+        if self._droppable_queued:
+            index = next(i for i, event in enumerate(self._events) if self._droppable(event))
+            self._droppable_queued -= 1
+        else:
+            index = 0
         del self._events[index]
         self.dropped += 1
 

@@ -76,6 +76,25 @@ class EventTranslator:
         self._wait_for_playback = wait_for_playback
         self.waiting_for_playback = False
         self.user_state: ev.UserState = "listening"
+        self._history_held = False
+        self._history_changed = False
+
+    def hold_history(self) -> None:
+        """A restoration begins (a resumed conversation replayed item by item): the history
+        changes with every acknowledged item, but ``history_updated`` waits for
+        :meth:`release_history` — one event per restoration, not one (each a copy of the whole
+        history) per item, which made a restoration quadratic in its length."""
+        self._history_held = True
+
+    def release_history(self) -> None:
+        """The restoration is over: one ``history_updated`` if the history changed meanwhile."""
+        self._history_held = False
+        if self._history_changed:
+            self._history_changed = False
+            out: list[ev.SessionEvent] = []
+            self._history_updated(out)
+            for event in out:
+                self._emit(event)
 
     def on_server_event(self, event: se.ReceivedEvent) -> None:
         """Translate ``event`` and emit what it means (a session consumer)."""
@@ -117,6 +136,9 @@ class EventTranslator:
         return "listening" if turn_detection_on(self._protocol.session) else "idle"
 
     def _history_updated(self, out: list[ev.SessionEvent]) -> None:
+        if self._history_held:
+            self._history_changed = True
+            return
         out.append(
             ev.HistoryUpdatedEvent(history=tuple(build_history(self._protocol.conversation)))
         )
@@ -165,6 +187,11 @@ class EventTranslator:
         self._announced.discard(event.item_id)
         self._completed.discard(event.item_id)
         self._history_updated(out)
+
+    def _on_dtmf(
+        self, event: se.InputAudioBufferDtmfEventReceived, out: list[ev.SessionEvent]
+    ) -> None:
+        out.append(ev.DtmfEvent(key=event.event, received_at=event.received_at))
 
     def _on_speech_started(
         self, event: se.InputAudioBufferSpeechStarted, out: list[ev.SessionEvent]
@@ -338,6 +365,7 @@ _Handler = Callable[[EventTranslator, Any, list[ev.SessionEvent]], None]
 
 #: Wire event type -> handler; other types become no session event (raw excepted).
 _HANDLERS: dict[type, _Handler] = {
+    se.InputAudioBufferDtmfEventReceived: EventTranslator._on_dtmf,
     se.SessionCreated: EventTranslator._on_session,
     se.SessionUpdated: EventTranslator._on_session,
     se.ConversationItemAdded: EventTranslator._on_item_added,

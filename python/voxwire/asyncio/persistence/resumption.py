@@ -27,7 +27,7 @@ import asyncio
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import msgspec
 
@@ -181,35 +181,51 @@ def calls_to_resume(snapshot: SessionSnapshot, replayed: Iterable[StoredItem]) -
 
 
 class _Acknowledgements:
-    """Waits until the server acknowledged (or refused) every replayed item."""
+    """Waits until the server acknowledged (or refused) every replayed item (each event looked
+    up by its item id or its event id: linear in the conversation's length)."""
 
     def __init__(self) -> None:
-        self._waiting: dict[str, str] = {}  # create event id -> item id
+        self._by_item: dict[str, str] = {}  # item id -> create event id
+        self._by_event: dict[str, str] = {}  # create event id -> item id
         self._done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def expect(self, event_id: str, item_id: str) -> None:
-        self._waiting[event_id] = item_id
+        self._by_item[item_id] = event_id
+        self._by_event[event_id] = item_id
 
     def __call__(self, event: se.ReceivedEvent) -> None:
         if isinstance(event, se.ConversationItemAdded | se.ConversationItemCreated):
-            for event_id in [k for k, v in self._waiting.items() if v == event.item.id]:
-                del self._waiting[event_id]
+            event_id = self._by_item.pop(event.item.id or "", None)
+            if event_id is not None:
+                del self._by_event[event_id]
         elif isinstance(event, se.ErrorEvent):
-            self._waiting.pop(event.error.event_id or "", None)
-        if not self._waiting and not self._done.done():
+            item_id = self._by_event.pop(event.error.event_id or "", None)
+            if item_id is not None:
+                del self._by_item[item_id]
+        if not self._by_event and not self._done.done():
             self._done.set_result(None)
 
     async def wait(self, timeout_s: float) -> None:
-        if self._waiting:
+        if self._by_event:
             await asyncio.wait_for(self._done, timeout_s)
+
+
+class HistoryHold(Protocol):
+    """Holds the session's ``history_updated`` events during the replay (the translator,
+    asyncio/events/translate.py): one event for the whole replay."""
+
+    def hold_history(self) -> None: ...
+
+    def release_history(self) -> None: ...
 
 
 class ConversationStart:
     """How a session's conversation begins at ``connect()``: new (created in the store, if
     there is one), or resumed (:meth:`resume_from`; module docstring)."""
 
-    def __init__(self, persistence: Persistence, timeout_s: float) -> None:
+    def __init__(self, persistence: Persistence, timeout_s: float, history: HistoryHold) -> None:
         self._persistence = persistence
+        self._history = history
         self._timeout_s = timeout_s
         self._resuming = False
         self._snapshot: SessionSnapshot | None = None
@@ -237,18 +253,26 @@ class ConversationStart:
             store, conversation_id = persistence.store, persistence.conversation_id
             assert store is not None
             assert conversation_id is not None
+            await persistence.take(conversation_id)  # first: nobody writes between load and replay
             self._snapshot = await store.load(conversation_id)
         started = find_agent(agent, self._agents, self._snapshot.agent)
         await persistence.start_resumed(self._snapshot, imported=imported)
         return started
 
     async def after_open(
-        self, protocol: RealtimeProtocol, flush: Callable[[], Awaitable[None]], tools: ToolRunner
+        self,
+        protocol: RealtimeProtocol,
+        flush: Callable[[], Awaitable[None]],
+        tools: ToolRunner,
     ) -> None:
         """After the first ``session.update``: replay, then take the calls up again."""
         if self._snapshot is None:
             return
-        await self._replay(protocol, flush)
+        self._history.hold_history()
+        try:
+            await self._replay(protocol, flush)
+        finally:
+            self._history.release_history()
         for resumed in calls_to_resume(self._snapshot, self._replayed):
             self._persistence.remember_call(resumed.call)
             tools.resume_call(resumed.call, resumed.response_id, resumed.output)
