@@ -103,3 +103,32 @@ def test_a_session_the_server_closes_ends_cleanly() -> None:
             assert not [t for t in left if t.get_name().startswith("live")]
 
     asyncio.run(body())
+
+
+def test_a_slow_reader_loses_audio_not_words() -> None:
+    delta = json.dumps({**SERVER["session.output_audio.delta"]})
+
+    async def peer(ws: ServerConnection) -> None:
+        await ws.recv()
+        await ws.send(json.dumps({**SERVER["session.started"], "session": SESSION}))
+        for _ in range(50):
+            await ws.send(delta)
+        await ws.send(CLEAN)
+        async for _ in ws:
+            pass
+
+    async def body() -> None:
+        async with serve(peer, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            url = f"ws://127.0.0.1:{port}/v1/live/sessions"
+            async with LiveSession(RealtimeAgent(name="Slow"), url=url, max_events=5) as session:
+                await asyncio.sleep(0.5)  # the application is busy; 51 events arrive
+                events: list[Any] = []
+                async for event in session:
+                    events.append(event)
+                    if isinstance(event, LiveTranscriptEvent):
+                        break
+                assert session.dropped_events == 46
+                assert [e.type for e in events] == ["live_audio"] * 4 + ["live_transcript"]
+
+    asyncio.run(body())

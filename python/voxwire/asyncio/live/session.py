@@ -41,6 +41,7 @@ from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio.agents.tool_execution import Approvals, CallExecutor
 from voxwire.asyncio.audio.microphone import AudioSource
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
+from voxwire.asyncio.events.queue import EventQueue, QueueClosed
 from voxwire.asyncio.live.config import DelegationMode, start_config
 from voxwire.asyncio.live.delegation import (
     ClientBackend,
@@ -98,6 +99,7 @@ class LiveSession:
         context: Any = None,
         tool_error_formatter: ToolErrorFormatter | None = None,
         start_timeout_s: float = 15.0,
+        max_events: int = 1000,
     ) -> None:
         if delegation not in ("responses", "client"):
             raise ConfigurationError(
@@ -123,7 +125,8 @@ class LiveSession:
         self._start_timeout_s = start_timeout_s
         self.protocol = LiveProtocol()
         self._ws: ClientConnection | None = None
-        self._events: asyncio.Queue[LiveEvent | None] = asyncio.Queue()
+        # Bounded, never blocking the receive loop: when full, audio and usage go first.
+        self._events: EventQueue[LiveEvent] = EventQueue(max_events, droppable=_droppable)
         self._tasks = OwnedTasks(self._task_failed)
         self._approvals = Approvals()
         self._responses: ResponsesWork | None = None
@@ -226,8 +229,8 @@ class LiveSession:
         if self._ended:
             return
         self._ended = True
-        self._events.put_nowait(event)
-        self._events.put_nowait(None)
+        self._events.put(event)
+        self._events.close()
 
     # --- the application's side -----------------------------------------------------------------
 
@@ -235,11 +238,15 @@ class LiveSession:
         return self
 
     async def __anext__(self) -> LiveEvent:
-        event = await self._events.get()
-        if event is None:
-            self._events.put_nowait(None)  # every later reader ends too
-            raise StopAsyncIteration
-        return event
+        try:
+            return await self._events.get()
+        except QueueClosed:
+            raise StopAsyncIteration from None
+
+    @property
+    def dropped_events(self) -> int:
+        """Events dropped because the application read too slowly (``max_events``)."""
+        return self._events.dropped
 
     async def send_audio(self, pcm: bytes) -> None:
         """Microphone audio, PCM16 24 kHz mono (the model listens even while it speaks)."""
@@ -301,7 +308,7 @@ class LiveSession:
     # --- what the parts need (WorkHost, ExecutionHost) ------------------------------------------
 
     def emit(self, event: Any) -> None:
-        self._events.put_nowait(event)
+        self._events.put(event)
 
     async def flush(self) -> None:
         assert self._ws is not None
@@ -508,6 +515,11 @@ class LiveSession:
         )
         self.protocol.send_instructions(_GUARDRAIL_NOTE.format(names=", ".join(names)))
         await self.flush()
+
+
+def _droppable(event: LiveEvent) -> bool:
+    """Superseded by what follows: audio (it went to no output) and usage figures."""
+    return isinstance(event, LiveAudioEvent | LiveUsageEvent)
 
 
 def _with(metrics: LiveMetrics, **changes: Any) -> LiveMetrics:
