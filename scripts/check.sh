@@ -40,6 +40,9 @@ fi
 step "protocol/ line coverage by its own tests: 100 %"
 python -m pytest tests/protocol -q --cov=voxwire.protocol --cov-report=term-missing:skip-covered --cov-fail-under=100
 
+step "live/ line coverage by its own tests: 100 %"
+python -m pytest tests/live -q --cov=voxwire.live --cov-report=term-missing:skip-covered --cov-fail-under=100
+
 if [ "${VOXWIRE_SKIP_WHEEL:-0}" != "1" ]; then
     step "abi3 wheel installs into a clean venv and works"
     scripts/wheel-smoke.sh

@@ -48,6 +48,12 @@ RULES: dict[str, dict[str, set[str]]] = {
         # No clocks, randomness, threads or I/O: they come in as arguments (sans-I/O).
         "no_stdlib": NO_IO | {"random", "secrets", "uuid"},
     },
+    # The GPT-Live core: as pure as protocol/, whose codec, ids and error events it shares.
+    "live": {
+        "voxwire": {"voxwire.live", "voxwire.protocol", "voxwire.exceptions"},
+        "third_party": {"msgspec"},
+        "no_stdlib": NO_IO | {"random", "secrets", "uuid"},
+    },
     "audio": {
         "voxwire": {"voxwire._core", "voxwire.audio", "voxwire.exceptions"},
         "third_party": {"numpy", "sounddevice", "webrtcvad"},  # webrtcvad: local barge-in
@@ -62,6 +68,7 @@ RULES: dict[str, dict[str, set[str]]] = {
         "voxwire": {
             "voxwire.asyncio",
             "voxwire.agents",
+            "voxwire.live",
             "voxwire.protocol",
             "voxwire.audio",
             "voxwire._core",
@@ -85,6 +92,7 @@ RULES: dict[str, dict[str, set[str]]] = {
     "server": {
         "voxwire": {
             "voxwire.server",
+            "voxwire.live",
             "voxwire.protocol",
             "voxwire.audio",
             "voxwire._core",
@@ -107,7 +115,12 @@ RULES: dict[str, dict[str, set[str]]] = {
     },
     # The server's pure core: no engine, no pump, no I/O (ids may draw from a seeded random).
     "server/core": {
-        "voxwire": {"voxwire.server.core", "voxwire.protocol", "voxwire.exceptions"},
+        "voxwire": {
+            "voxwire.server.core",
+            "voxwire.live",
+            "voxwire.protocol",
+            "voxwire.exceptions",
+        },
         "third_party": {"msgspec"},
         "no_stdlib": NO_IO,
     },
@@ -258,6 +271,8 @@ ASYNCIO_ROOMS: dict[str, set[str]] = {
     "audio": {"events", "observability"},
     "agents": {"events", "observability"},
     "persistence": {"events", "agents"},
+    # GPT-Live sessions: reuse the tool machinery, the events and the audio output.
+    "live": {"events", "agents", "observability", "audio"},
 }
 
 MAX_FILE_LINES = 600

@@ -107,6 +107,7 @@ def _serve(args: argparse.Namespace) -> int:
         async with server:
             print(
                 f"voxwire realtime server on {server.base_url}/realtime "
+                f"(GPT-Live: {server.base_url}/live/sessions) "
                 f"(token {'required' if token else 'not required'}, "
                 f"voice {server.tts_engine or 'none: text only'}"
                 + (f"; answers from {chat.url} ({chat.model})" if chat else "")

@@ -513,3 +513,26 @@ def encode_event(event: ClientEvent | ServerEvent) -> str:
     elif isinstance(event, SessionUpdated):
         wire = _SessionUpdatedWire(event_id=event.event_id, session=event.session.to_wire())
     return _encoder.encode(wire).decode()
+
+
+# --- shared with the Live core (voxwire.live) -----------------------------------------------------
+
+
+def remember_source(event: Struct, data: str | bytes | bytearray | Mapping[str, Any]) -> None:
+    """Keep on ``event`` (a struct with ``dict=True``) the frame it was decoded from, so that
+    :func:`struct_unknown_fields` can read again what the struct does not model."""
+    event.__dict__[_SOURCE] = bytes(data) if isinstance(data, bytearray) else data
+
+
+def struct_unknown_fields(event: Struct) -> dict[str, Any]:
+    """:func:`unknown_fields` for any event struct whose frame :func:`remember_source` kept:
+    the fields it does not model, by JSON path; empty for an event built in this process."""
+    source = event.__dict__.get(_SOURCE)
+    if source is None:
+        return {}
+    raw = parse_object(source) if isinstance(source, (str, bytes)) else dict(source)
+    if isinstance(raw, ProtocolErrorEvent):
+        return {}
+    found: dict[str, Any] = {}
+    _collect_unknown(event, raw, "", found)
+    return found

@@ -37,6 +37,7 @@ from voxwire.server.engines.responder import Responder, RulesResponder, Scenario
 from voxwire.server.engines.transcribe import Transcriber, WhisperTranscriber
 from voxwire.server.engines.tts import ENGINES, Voice
 from voxwire.server.faults import Fault
+from voxwire.server.live import LIVE_PATH, LiveConnection
 from voxwire.server.responses import Pacing
 
 __all__ = ["RealtimeServer"]
@@ -170,6 +171,9 @@ class RealtimeServer:
 
         async def handler(ws: ServerConnection) -> None:
             assert ws.request is not None
+            if urlsplit(ws.request.path).path == LIVE_PATH:  # GPT-Live (server/live.py)
+                await LiveConnection(ws, settings).serve()
+                return
             query = parse_qs(urlsplit(ws.request.path).query)
             model = query.get("model", [DEFAULT_MODEL])[0]
             call_id = query.get("call_id", [None])[0]
@@ -272,7 +276,7 @@ class RealtimeServer:
 
     def _check_request(self, ws: ServerConnection, request: Request) -> Response | None:
         path = urlsplit(request.path).path
-        if path not in PATHS:
+        if path not in PATHS and path != LIVE_PATH:
             return _json_response(
                 ws,
                 HTTPStatus.NOT_FOUND,

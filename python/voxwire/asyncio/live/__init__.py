@@ -1,0 +1,37 @@
+"""GPT-Live sessions: a :class:`~voxwire.agents.RealtimeAgent` over OpenAI's full-duplex Live
+API (docs/live.md). The room sits beside the Realtime session's parts and reuses them: the tool
+machinery (``agents/``), the session events (``events/``), the background-task owner."""
+
+from voxwire.asyncio.live.delegation import (
+    ClientBackend,
+    DelegationAnswer,
+    DelegationRequest,
+)
+from voxwire.asyncio.live.events import (
+    DelegationAnsweredEvent,
+    DelegationStartedEvent,
+    LiveAudioEvent,
+    LiveEvent,
+    LiveGuardrailTrippedEvent,
+    LiveHistoryItem,
+    LiveMetrics,
+    LiveTranscriptEvent,
+    LiveUsageEvent,
+)
+from voxwire.asyncio.live.session import LiveSession
+
+__all__ = [
+    "ClientBackend",
+    "DelegationAnswer",
+    "DelegationAnsweredEvent",
+    "DelegationRequest",
+    "DelegationStartedEvent",
+    "LiveAudioEvent",
+    "LiveEvent",
+    "LiveGuardrailTrippedEvent",
+    "LiveHistoryItem",
+    "LiveMetrics",
+    "LiveSession",
+    "LiveTranscriptEvent",
+    "LiveUsageEvent",
+]

@@ -1,0 +1,145 @@
+"""What a :class:`~voxwire.asyncio.live.LiveSession` hands the application.
+
+Where the meaning carries over from :class:`~voxwire.asyncio.RealtimeSession`, the same events
+are used: :class:`~voxwire.asyncio.events.ToolStartEvent` /
+:class:`~voxwire.asyncio.events.ToolEndEvent` (function tools run for a Responses delegation),
+:class:`~voxwire.asyncio.events.ToolApprovalRequestedEvent`,
+:class:`~voxwire.asyncio.events.ErrorEvent`, :class:`~voxwire.asyncio.events.CloseEvent`.
+Live has no items or responses, so audio and transcripts have their own events, placed on the
+session timeline (``start_ms``/``end_ms``: milliseconds since the session started).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from voxwire.agents.guardrail import GuardrailResult
+from voxwire.asyncio.events import (
+    CloseEvent,
+    ErrorEvent,
+    ToolApprovalRequestedEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+)
+
+__all__ = [
+    "DelegationAnsweredEvent",
+    "DelegationStartedEvent",
+    "LiveAudioEvent",
+    "LiveEvent",
+    "LiveGuardrailTrippedEvent",
+    "LiveHistoryItem",
+    "LiveMetrics",
+    "LiveTranscriptEvent",
+    "LiveUsageEvent",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LiveAudioEvent:
+    """The model's audio (PCM16 24 kHz). Not emitted when an audio output is attached: the
+    audio goes straight to it."""
+
+    type: Literal["live_audio"] = field(default="live_audio", init=False)
+    pcm: bytes
+    start_ms: int | None
+    end_ms: int | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LiveTranscriptEvent:
+    """Transcript text. ``role="user"``: as recognised; ``role="assistant"``: released when the
+    listener has *heard* the audio it belongs to (with an audio output attached; at once
+    otherwise), so captions never run ahead of the voice."""
+
+    type: Literal["live_transcript"] = field(default="live_transcript", init=False)
+    role: Literal["user", "assistant"]
+    delta: str
+    start_ms: int
+    end_ms: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DelegationStartedEvent:
+    """The model handed a task to ``target`` (``responses``: the session's Responses backend,
+    whose function calls this session runs; ``client``: the application's backend)."""
+
+    type: Literal["delegation_started"] = field(default="delegation_started", init=False)
+    delegation_id: str
+    target: str
+    offset_ms: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DelegationAnsweredEvent:
+    """The application's backend answered a client delegation: ``spoken`` (sent as commentary,
+    which the model speaks) or silent (sent as thinking)."""
+
+    type: Literal["delegation_answered"] = field(default="delegation_answered", init=False)
+    delegation_id: str
+    answer: str
+    spoken: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LiveGuardrailTrippedEvent:
+    """Output guardrails tripped on what the model was saying: the audio not yet heard was
+    dropped, and the model was told (``session.instructions.append``). Live has no response to
+    cancel: the model hears the correction and goes on."""
+
+    type: Literal["live_guardrail_tripped"] = field(default="live_guardrail_tripped", init=False)
+    transcript: str
+    guardrails: tuple[str, ...]
+    results: tuple[GuardrailResult, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LiveUsageEvent:
+    """Billed session seconds so far (``session.usage.updated``)."""
+
+    type: Literal["live_usage"] = field(default="live_usage", init=False)
+    seconds: float
+    context_usage_ratio: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveHistoryItem:
+    """One stretch of the conversation: what the user said, or what the listener heard of the
+    assistant (never what was generated but not heard)."""
+
+    role: Literal["user", "assistant"]
+    text: str
+    start_ms: int
+    end_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class LiveMetrics:
+    """The session's figures so far."""
+
+    usage_seconds: float = 0.0
+    context_usage_ratio: float | None = None
+    audio_received_ms: int = 0
+    audio_heard_ms: int = 0
+    delegations: int = 0
+    tool_calls: int = 0
+    first_audio_after_speech_ms: tuple[int, ...] = ()
+    """Per user turn: from the end of the user's speech (its last transcript's ``end_ms``) to
+    the first audio of the answer (``start_ms``), on the session timeline."""
+
+
+LiveEvent: TypeAlias = (
+    LiveAudioEvent
+    | LiveTranscriptEvent
+    | DelegationStartedEvent
+    | DelegationAnsweredEvent
+    | LiveGuardrailTrippedEvent
+    | LiveUsageEvent
+    | ToolStartEvent
+    | ToolEndEvent
+    | ToolApprovalRequestedEvent
+    | ErrorEvent
+    | CloseEvent
+)
+"""Everything ``async for event in live_session`` yields."""

@@ -1,0 +1,48 @@
+"""``voxwire.live``: a sans-I/O protocol core for OpenAI's GPT-Live API (full-duplex speech with
+delegation), built like :mod:`voxwire.protocol` and sharing its codec, id and error machinery.
+
+Frames in (:meth:`LiveProtocol.receive_text`), typed events out
+(:meth:`LiveProtocol.events_received`), commands queued (``send_*``,
+:meth:`LiveProtocol.data_to_send`). No asyncio, no clocks, no sockets. docs/live.md.
+"""
+
+from voxwire.live import client_events, server_events
+from voxwire.live.codec import (
+    decode_client_event,
+    decode_server_event,
+    encode_event,
+    unknown_fields,
+)
+from voxwire.live.delegations import Answer, Delegation, DelegationBook, FunctionCall
+from voxwire.live.objects import (
+    ClientDelegation,
+    DecisionsDelegation,
+    LiveSessionConfig,
+    LiveSessionResource,
+    ResponsesBackend,
+    ResponsesDelegation,
+    SessionUsage,
+)
+from voxwire.live.protocol import LiveProtocol, LiveState
+
+__all__ = [
+    "Answer",
+    "ClientDelegation",
+    "DecisionsDelegation",
+    "Delegation",
+    "DelegationBook",
+    "FunctionCall",
+    "LiveProtocol",
+    "LiveSessionConfig",
+    "LiveSessionResource",
+    "LiveState",
+    "ResponsesBackend",
+    "ResponsesDelegation",
+    "SessionUsage",
+    "client_events",
+    "decode_client_event",
+    "decode_server_event",
+    "encode_event",
+    "server_events",
+    "unknown_fields",
+]

@@ -1,0 +1,436 @@
+"""``LiveProtocol``: the client side of a GPT-Live session, without I/O.
+
+Built like :class:`voxwire.protocol.RealtimeProtocol`::
+
+    live = LiveProtocol()
+    live.send_session_start({"model": "gpt-live-1", "instructions": "Be brief."})
+    for frame in live.data_to_send():
+        ...  # the I/O layer sends each text frame
+    live.receive_text(frame_from_server)
+    for event in live.events_received():
+        ...  # typed events, in server order
+
+The rules (h11 style: the transitions are data, below):
+
+* the first event of a connection is ``session.start``; nothing else may be sent before the
+  server's ``session.started`` (:class:`~voxwire.exceptions.InvalidState` otherwise);
+* after startup only ``delegation`` (with the same owner) and ``triggers`` may change: an update
+  naming ``model``, ``instructions``, ``audio`` ... is refused locally with
+  :class:`~voxwire.exceptions.ConfigurationError`, before anything is queued;
+* ``response.item.create`` / ``response.create`` need Responses delegation; a non-null
+  ``delegation_id`` on commentary/thinking/instructions must name a client delegation;
+* instructions, thinking and commentary are refused while an audio fixture plays;
+* after ``session.close`` is sent or ``session.closed`` received nothing more may be sent.
+
+``receive_text`` never raises: a bad frame becomes a
+:class:`~voxwire.protocol.server_events.ProtocolErrorEvent` and leaves the state as it was.
+Delegation state lives in :class:`~voxwire.live.delegations.DelegationBook` (``delegations``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal
+
+import msgspec
+
+from voxwire.exceptions import ConfigurationError, InvalidState
+from voxwire.live import server_events as se
+from voxwire.live.client_events import (
+    CommentaryAppend,
+    DecisionCreate,
+    DecisionItemCreate,
+    DecisionItemDelete,
+    InputAudioAppend,
+    InputAudioMute,
+    InputAudioUnmute,
+    InstructionsAppend,
+    LiveClientEvent,
+    OutputAudioFixturePlay,
+    ResponseCreate,
+    ResponseItemCreate,
+    SessionClose,
+    SessionStart,
+    SessionUpdate,
+    ThinkingAppend,
+)
+from voxwire.live.codec import decode_server_event, encode_event
+from voxwire.live.delegations import Answer, Delegation, DelegationBook
+from voxwire.live.objects import (
+    IMMUTABLE_FIELDS,
+    UPDATABLE_FIELDS,
+    DelegationTarget,
+    LiveSessionConfig,
+    LiveSessionResource,
+    SessionUsage,
+)
+from voxwire.protocol.ids import CounterIds, IdFactory
+
+__all__ = ["LiveProtocol", "LiveState"]
+
+#: ``idle``: nothing sent; ``starting``: ``session.start`` sent; ``active``: started;
+#: ``closing``: ``session.close`` sent; ``closed``: ``session.closed`` received or connection lost.
+LiveState = Literal["idle", "starting", "active", "closing", "closed"]
+
+#: ``session.output_audio.fixture.play``: 30 s of mono PCM16 at 24 kHz (API reference).
+MAX_FIXTURE_BYTES: Final = 30 * 24_000 * 2
+
+_START_FIRST: Final = (
+    "send session.start first and wait for session.started: a Live connection accepts nothing "
+    "before its session has started"
+)
+
+
+class LiveProtocol:
+    """The state the wire implies for one Live connection, and the frames to send."""
+
+    def __init__(self, *, ids: IdFactory | None = None) -> None:
+        self._ids: IdFactory = ids or CounterIds()
+        self._state: LiveState = "idle"
+        self._session: LiveSessionResource | None = None
+        self._requested: LiveSessionConfig | None = None
+        self._outgoing: list[str] = []
+        self._received: list[se.LiveReceivedEvent] = []
+        self._pending: dict[str, str] = {}  # client event_id -> type, until answered or refused
+        self._fixture_playing = False
+        self.delegations = DelegationBook()
+        self.muted = False
+        self.usage: SessionUsage | None = None
+        self.context_usage_ratio: float | None = None
+        self.close_reason: str | None = None
+        self.output_audio_end_ms = 0
+
+    # --- what the wire implies ------------------------------------------------------------------
+
+    @property
+    def state(self) -> LiveState:
+        return self._state
+
+    @property
+    def session(self) -> LiveSessionResource | None:
+        """The session as the server last reported it (``session.started`` / ``updated``)."""
+        return self._session
+
+    @property
+    def delegation_target(self) -> DelegationTarget:
+        """Who gets delegated tasks (the started session's, else the requested one's)."""
+        config = self._session or self._requested
+        return config.delegation_target if config is not None else "client"
+
+    def pending_event_ids(self) -> dict[str, str]:
+        """Client events sent with an ``event_id`` that no server event has answered yet."""
+        return dict(self._pending)
+
+    # --- I/O boundary ---------------------------------------------------------------------------
+
+    def receive_text(self, data: str | bytes) -> None:
+        """Feed one frame from the server. Never raises."""
+        event = decode_server_event(data)
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+        self._received.append(event)
+
+    def events_received(self) -> list[se.LiveReceivedEvent]:
+        """The events received since the last call, in server order."""
+        events, self._received = self._received, []
+        return events
+
+    def data_to_send(self) -> list[str]:
+        """The frames queued since the last call, in order."""
+        frames, self._outgoing = self._outgoing, []
+        return frames
+
+    def connection_lost(self) -> list[Delegation]:
+        """The connection is gone: the session is over for this core (a new socket does not
+        restore a Live session; going on means a fork of a stored one); returns the
+        delegations it leaves abandoned."""
+        self._state = "closed"
+        self._pending.clear()
+        return self.delegations.abandon_open()
+
+    # --- sending --------------------------------------------------------------------------------
+
+    def send_session_start(self, session: Mapping[str, Any] | LiveSessionConfig) -> str:
+        """Queue ``session.start``; the configuration is checked here (unknown fields, types)."""
+        if self._state != "idle":
+            raise InvalidState(f"session.start was already sent (the session is {self._state})")
+        config = session if isinstance(session, LiveSessionConfig) else _start_config(session)
+        event_id = self._queue(SessionStart(event_id=self._ids("event"), session=config))
+        self._requested = config
+        self._state = "starting"
+        return event_id
+
+    def send_session_update(self, session: Mapping[str, Any]) -> str:
+        """Queue ``session.update`` with ``delegation`` and/or ``triggers``."""
+        self._require_active()
+        fixed = sorted(set(session) & IMMUTABLE_FIELDS)
+        if fixed:
+            raise ConfigurationError(
+                f"{', '.join(fixed)} cannot change after startup (immutable once the session "
+                "has started): start a new session to change it; session.update accepts only "
+                "delegation and triggers"
+            )
+        unknown = sorted(set(session) - UPDATABLE_FIELDS)
+        if unknown:
+            raise ConfigurationError(
+                f"session.update does not know {', '.join(map(repr, unknown))}: it accepts "
+                "only delegation and triggers"
+            )
+        self._check_delegation_update(session.get("delegation"))
+        return self._queue(SessionUpdate(event_id=self._ids("event"), session=dict(session)))
+
+    def send_input_audio(self, audio: bytes) -> None:
+        """Queue microphone audio (in the session's format; no event id: audio is not answered)."""
+        self._require_active()
+        if not isinstance(audio, bytes | bytearray | memoryview):
+            raise ConfigurationError(f"audio must be bytes, got {type(audio).__name__}")
+        self._outgoing.append(encode_event(InputAudioAppend(audio=bytes(audio))))
+
+    def send_mute(self) -> str:
+        """Queue ``session.input_audio.mute``."""
+        self._require_active()
+        return self._queue(InputAudioMute(event_id=self._ids("event")))
+
+    def send_unmute(self) -> str:
+        """Queue ``session.input_audio.unmute``."""
+        self._require_active()
+        return self._queue(InputAudioUnmute(event_id=self._ids("event")))
+
+    def send_fixture(self, audio: bytes) -> str:
+        """Queue ``session.output_audio.fixture.play``: prerecorded audio for the listener, raw
+        mono PCM16 at 24 kHz whatever the session's format, at most 30 s, one at a time."""
+        self._require_active()
+        if self._fixture_playing:
+            raise InvalidState(
+                "only one audio fixture can be active: wait for session.output_audio.fixture.played"
+            )
+        if len(audio) % 2 or len(audio) > MAX_FIXTURE_BYTES:
+            raise ConfigurationError(
+                f"a fixture is whole PCM16 samples at 24 kHz, at most 30 s "
+                f"({MAX_FIXTURE_BYTES:,} bytes): got {len(audio):,} bytes"
+            )
+        self._fixture_playing = True
+        return self._queue(OutputAudioFixturePlay(event_id=self._ids("event"), audio=audio))
+
+    def send_instructions(self, content: str, delegation_id: str | None = None) -> str:
+        """Queue ``session.instructions.append`` (session-wide, or for a client delegation)."""
+        return self._append(InstructionsAppend, "instructions", content, delegation_id)
+
+    def send_thinking(self, content: str, delegation_id: str | None = None) -> str:
+        """Queue ``session.thinking.append``: silent context or progress."""
+        return self._append(ThinkingAppend, "thinking", content, delegation_id)
+
+    def send_commentary(self, content: str, delegation_id: str | None = None) -> str:
+        """Queue ``session.commentary.append``: content the model speaks (a client
+        delegation's answer when ``delegation_id`` names one)."""
+        return self._append(CommentaryAppend, "commentary", content, delegation_id)
+
+    def send_function_output(self, call_id: str, output: str) -> str:
+        """Queue ``response.item.create`` with the ``function_call_output`` for ``call_id``
+        (follow with :meth:`send_response_create` once every pending output is sent)."""
+        if not isinstance(output, str):
+            raise ConfigurationError(f"a function output is text, got {type(output).__name__}")
+        item = {"type": "function_call_output", "call_id": call_id, "output": output}
+        event_id = self.send_response_item(item)
+        self.delegations.call_answered(call_id, output)
+        return event_id
+
+    def send_response_item(self, item: Mapping[str, Any]) -> str:
+        """Queue ``response.item.create`` (Responses delegation only)."""
+        self._require_responses("response.item.create")
+        if not isinstance(item.get("type"), str):
+            raise ConfigurationError("a Responses input item needs a string 'type'")
+        return self._queue(ResponseItemCreate(event_id=self._ids("event"), item=dict(item)))
+
+    def send_response_create(self) -> str:
+        """Queue ``response.create``: continue the backend (Responses delegation only)."""
+        self._require_responses("response.create")
+        return self._queue(ResponseCreate(event_id=self._ids("event")))
+
+    def send_decision_create(self) -> str:
+        """Queue ``decision.create`` (its ``event_id`` is required by the reference)."""
+        self._require_active()
+        return self._queue(DecisionCreate(event_id=self._ids("event")))
+
+    def send_decision_item_create(self, item: Mapping[str, Any]) -> str:
+        """Queue ``decision.item.create``."""
+        self._require_active()
+        return self._queue(DecisionItemCreate(event_id=self._ids("event"), item=dict(item)))
+
+    def send_decision_item_delete(self, item_id: str) -> str:
+        """Queue ``decision.item.delete``."""
+        self._require_active()
+        return self._queue(DecisionItemDelete(event_id=self._ids("event"), item_id=item_id))
+
+    def send_close(self) -> str:
+        """Queue ``session.close``; the server answers ``session.closed``."""
+        self._require_active()
+        self._state = "closing"
+        return self._queue(SessionClose(event_id=self._ids("event")))
+
+    # --- rules ----------------------------------------------------------------------------------
+
+    def _queue(self, event: LiveClientEvent) -> str:
+        assert event.event_id is not None  # every queued command gets one from the factory
+        self._outgoing.append(encode_event(event))
+        self._pending[event.event_id] = str(type(event).__struct_config__.tag)
+        return event.event_id
+
+    def _require_active(self) -> None:
+        if self._state in ("idle", "starting"):
+            raise InvalidState(_START_FIRST)
+        if self._state != "active":
+            raise InvalidState(f"the Live session is {self._state}: nothing more can be sent")
+
+    def _require_responses(self, kind: str) -> None:
+        self._require_active()
+        if self.delegation_target != "responses":
+            raise InvalidState(
+                f"{kind} requires Responses delegation (this session delegates to "
+                f"{self.delegation_target!r}): answer a client delegation with "
+                "send_commentary or send_thinking"
+            )
+
+    def _append(
+        self,
+        cls: type[InstructionsAppend | ThinkingAppend | CommentaryAppend],
+        kind: Literal["commentary", "thinking", "instructions"],
+        content: str,
+        delegation_id: str | None,
+    ) -> str:
+        self._require_active()
+        if not isinstance(content, str) or not content:
+            raise ConfigurationError(f"{kind} content must be non-empty text")
+        if self._fixture_playing:
+            raise InvalidState(
+                f"session.{kind}.append is refused while an audio fixture plays (API reference): "
+                "send it after session.output_audio.fixture.played"
+            )
+        if delegation_id is not None:
+            delegation = self.delegations.get(delegation_id)
+            if delegation is None or delegation.target != "client":
+                owner = "unknown" if delegation is None else f"owned by {delegation.target!r}"
+                raise InvalidState(
+                    f"delegation {delegation_id!r} is {owner}: only a client delegation takes "
+                    "commentary, thinking or instructions by id (pass None for the session)"
+                )
+        event_id = self._queue(
+            cls(event_id=self._ids("event"), content=content, delegation_id=delegation_id)
+        )
+        if delegation_id is not None:
+            self.delegations.answered(delegation_id, Answer(kind, content))
+        return event_id
+
+    def _check_delegation_update(self, delegation: object) -> None:
+        if delegation is None:
+            return
+        kind = delegation.get("type") if isinstance(delegation, Mapping) else None
+        if kind != self.delegation_target:
+            raise ConfigurationError(
+                f"session.update may change the delegation's settings, not its owner: this "
+                f"session delegates to {self.delegation_target!r}, the update names {kind!r}; "
+                "start a new session to change the owner"
+            )
+
+    # --- received events ------------------------------------------------------------------------
+
+    def _answered(self, event: Any) -> None:
+        client_event_id = getattr(event, "client_event_id", None)
+        if client_event_id is not None:
+            self._pending.pop(client_event_id, None)
+
+    def _on_session(self, event: se.SessionStarted | se.SessionUpdated) -> None:
+        self._answered(event)
+        self._session = event.session
+        if self._state in ("idle", "starting"):
+            self._state = "active"
+
+    def _on_closed(self, event: se.SessionClosed) -> None:
+        self._answered(event)
+        self._session = event.session
+        self.usage = event.usage
+        self.close_reason = event.reason
+        self._state = "closed"
+        self._pending.clear()
+        self.delegations.abandon_open()
+
+    def _on_error(self, event: se.LiveErrorEvent) -> None:
+        refused = self._pending.pop(event.error.client_event_id or "", None)
+        if refused == "session.start" and self._state == "starting":
+            self._state = "idle"  # the start was refused: the application may send another
+            self._requested = None
+        elif refused == "session.output_audio.fixture.play":
+            self._fixture_playing = False
+
+    def _on_delegation(self, event: se.DelegationCreated) -> None:
+        info = event.delegation
+        self.delegations.created(
+            Delegation(
+                id=info.id,
+                target=info.target,
+                offset_ms=event.offset_ms,
+                response_id=info.response_id,
+            )
+        )
+
+    def _on_usage(self, event: se.SessionUsageUpdated) -> None:
+        self.usage = event.usage
+        if event.context_window is not None:
+            self.context_usage_ratio = event.context_window.usage_ratio
+
+    def _on_mute(self, event: se.InputAudioMuted | se.InputAudioUnmuted) -> None:
+        self._answered(event)
+        self.muted = isinstance(event, se.InputAudioMuted)
+
+    def _on_fixture_played(self, event: se.OutputAudioFixturePlayed) -> None:
+        self._answered(event)
+        self._fixture_playing = False
+
+    def _on_audio(self, event: se.OutputAudioDelta) -> None:
+        if event.end_ms is not None:
+            self.output_audio_end_ms = max(self.output_audio_end_ms, event.end_ms)
+
+    def _on_response_event(self, event: se.ResponseEvent) -> None:
+        self._answered(event)
+        self.delegations.backend_event(event.delegation_id, event.event)
+
+
+def _start_config(session: Mapping[str, Any]) -> LiveSessionConfig:
+    if not isinstance(session, Mapping):
+        raise ConfigurationError(f"the session is a mapping, got {type(session).__name__}")
+    unknown = sorted(set(session) - set(LiveSessionConfig.__struct_fields__))
+    if unknown:
+        raise ConfigurationError(
+            f"session.start does not know {', '.join(map(repr, unknown))} (the Live endpoint "
+            "rejects unknown fields); known: " + ", ".join(LiveSessionConfig.__struct_fields__)
+        )
+    try:
+        return msgspec.convert(dict(session), LiveSessionConfig)
+    except msgspec.ValidationError as exc:
+        raise ConfigurationError(f"invalid Live session configuration: {exc}") from None
+
+
+_Handler = Callable[[LiveProtocol, Any], None]
+
+#: Server event class -> what it does to the state; the others change nothing.
+_HANDLERS: Final[dict[type, _Handler]] = {
+    se.SessionStarted: LiveProtocol._on_session,
+    se.SessionUpdated: LiveProtocol._on_session,
+    se.SessionClosed: LiveProtocol._on_closed,
+    se.LiveErrorEvent: LiveProtocol._on_error,
+    se.DelegationCreated: LiveProtocol._on_delegation,
+    se.SessionUsageUpdated: LiveProtocol._on_usage,
+    se.InputAudioMuted: LiveProtocol._on_mute,
+    se.InputAudioUnmuted: LiveProtocol._on_mute,
+    se.OutputAudioFixturePlayed: LiveProtocol._on_fixture_played,
+    se.OutputAudioDelta: LiveProtocol._on_audio,
+    se.ResponseEvent: LiveProtocol._on_response_event,
+    se.InstructionsAppended: LiveProtocol._answered,
+    se.ThinkingAppended: LiveProtocol._answered,
+    se.CommentaryAppended: LiveProtocol._answered,
+    se.OutputAudioFixturePlaying: LiveProtocol._answered,
+    se.DecisionItemCreated: LiveProtocol._answered,
+    se.DecisionItemDeleted: LiveProtocol._answered,
+    se.InfoEvent: LiveProtocol._answered,
+}

@@ -1,0 +1,507 @@
+"""The local server's GPT-Live session, pure: client events in, server events and commands out.
+
+Rules (the Live reference and guides; ``openai.types.live``):
+
+* ``session.start`` first; anything else before it is refused (``session_not_started``), a
+  second start too (``session_already_started``); a Responses delegation needs its
+  ``responses.model``; the model must be a Live model;
+* after startup ``session.update`` changes only ``delegation`` (same owner) and ``triggers``:
+  other fields are immutable (``immutable_parameter``), unknown ones ``unknown_parameter``;
+* ``session.commentary.append`` is spoken; with a ``delegation_id`` it answers that client
+  delegation; ``session.thinking.append`` is silent; a non-null ``delegation_id`` must name a
+  client delegation ("not accepted with Responses delegation");
+* ``response.item.create`` / ``response.create`` require Responses delegation;
+* the Decisions API is not emulated: its commands get ``unsupported``.
+
+Commands tell the pump what takes time: :class:`Speak` (voice a text), :class:`ContinueBackend`
+(run the scripted Responses backend again for a delegation whose tool outputs arrived),
+:class:`Close`. Time comes in as arguments (``now_s``, the timeline position).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import msgspec
+
+from voxwire.live import client_events as ce
+from voxwire.live import server_events as se
+from voxwire.live.objects import (
+    IMMUTABLE_FIELDS,
+    UPDATABLE_FIELDS,
+    AudioConfig,
+    AudioFormat,
+    AudioOutputConfig,
+    DelegationInfo,
+    DelegationTarget,
+    LiveErrorInfo,
+    LiveSessionConfig,
+    LiveSessionResource,
+    ResponsesDelegation,
+    SessionUsage,
+)
+from voxwire.live.protocol import MAX_FIXTURE_BYTES
+from voxwire.protocol.server_events import ProtocolErrorEvent
+from voxwire.server.core.ids import ServerIds
+
+__all__ = [
+    "BackendDelegation",
+    "Close",
+    "Command",
+    "ContinueBackend",
+    "LiveServerSession",
+    "Speak",
+]
+
+SESSION_LIFETIME_S: Final = 60 * 60
+CloseReason = Literal["close_requested", "expired", "content", "remote_hangup", "connection_lost"]
+DEFAULT_VOICE: Final = "marin"
+DEFAULT_FORMAT: Final = AudioFormat(type="audio/pcm", rate=24000)
+BYTES_PER_MS: Final = 48  # PCM16 at 24 kHz, the one format this server speaks
+
+
+@dataclass(frozen=True)
+class Speak:
+    """Voice ``text`` (a delegation's answer when ``delegation_id`` is set)."""
+
+    text: str
+    delegation_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ContinueBackend:
+    """Every tool output of the delegation's backend call arrived and ``response.create``
+    asked for more: run the backend again."""
+
+    delegation_id: str
+
+
+@dataclass(frozen=True)
+class Close:
+    """End the connection after the events that precede this command."""
+
+
+Command = Speak | ContinueBackend | Close
+Out = se.LiveServerEvent | Command
+
+
+@dataclass
+class BackendDelegation:
+    """A delegation the server made: its owner, and for Responses its calls and outputs."""
+
+    id: str
+    target: DelegationTarget
+    user_text: str
+    response_id: str | None = None
+    calls: list[tuple[str, str, str]] = field(default_factory=list)  # (call_id, name, args)
+    outputs: dict[str, str] = field(default_factory=dict)  # call_id -> output
+    answered: bool = False
+
+
+class LiveServerSession:
+    """One Live connection's state on the server side."""
+
+    def __init__(self, ids: ServerIds) -> None:
+        self._ids = ids
+        self.session: LiveSessionResource | None = None
+        self.muted = False
+        self.closed = False
+        self.delegations: dict[str, BackendDelegation] = {}
+        self._started_s = 0.0
+
+    @property
+    def target(self) -> DelegationTarget:
+        return self.session.delegation_target if self.session is not None else "client"
+
+    @property
+    def voice(self) -> str:
+        audio = self.session.audio if self.session is not None else None
+        voice = audio.output.voice if audio is not None and audio.output is not None else None
+        return voice if isinstance(voice, str) else DEFAULT_VOICE
+
+    @property
+    def audio_format(self) -> AudioFormat:
+        audio = self.session.audio if self.session is not None else None
+        return audio.format if audio is not None and audio.format is not None else DEFAULT_FORMAT
+
+    def tool_names(self) -> tuple[str, ...]:
+        """The function tools declared to the Responses backend."""
+        session = self.session
+        if session is None or not isinstance(session.delegation, ResponsesDelegation):
+            return ()
+        backend = session.delegation.responses
+        tools = backend.tools if backend is not None and backend.tools else []
+        return tuple(str(t["name"]) for t in tools if t.get("type") == "function" and "name" in t)
+
+    def event_id(self) -> str:
+        """A fresh server event id (for the events the pump makes)."""
+        return self._ids.event()
+
+    def usage(self, now_s: float) -> SessionUsage:
+        return SessionUsage(seconds=round(max(0.0, now_s - self._started_s), 3))
+
+    # --- client events ----------------------------------------------------------------------
+
+    def receive(
+        self, event: ce.LiveClientEvent | ProtocolErrorEvent, now_s: float, timeline_ms: int
+    ) -> list[Out]:
+        """What the server answers to one client event."""
+        if isinstance(event, ProtocolErrorEvent):
+            return [self.error("invalid_event", event.message, event.event_id)]
+        if isinstance(event, ce.SessionStart):
+            return self._start(event, now_s)
+        if self.session is None or self.closed:
+            return [
+                self.error(
+                    "session_not_started",
+                    f"{event.__struct_config__.tag} before session.start: send session.start "
+                    "first and wait for session.started",
+                    event.event_id,
+                )
+            ]
+        handler = _HANDLERS.get(type(event))
+        if handler is None:
+            return [
+                self.error(
+                    "unsupported",
+                    f"{event.__struct_config__.tag} is not emulated by the local voxwire server "
+                    "(the Decisions API)",
+                    event.event_id,
+                )
+            ]
+        outs: list[Out] = handler(self, event, now_s, timeline_ms)
+        return outs
+
+    def _start(self, event: ce.SessionStart, now_s: float) -> list[Out]:
+        if self.session is not None:
+            return [self.error("session_already_started", "session.start was already sent")]
+        config = event.session
+        problem = _start_problem(config)
+        if problem is not None:
+            param, message = problem
+            return [self.error("invalid_value", message, event.event_id, param)]
+        self._started_s = now_s
+        self.session = _resource(config, self._ids.session(), int(now_s) + SESSION_LIFETIME_S)
+        return [
+            se.SessionStarted(
+                event_id=self._ids.event(), client_event_id=event.event_id, session=self.session
+            )
+        ]
+
+    def _update(self, event: ce.SessionUpdate, now_s: float, timeline_ms: int) -> list[Out]:
+        assert self.session is not None
+        fixed = sorted(set(event.session) & IMMUTABLE_FIELDS)
+        unknown = sorted(set(event.session) - IMMUTABLE_FIELDS - UPDATABLE_FIELDS)
+        if fixed or unknown:
+            code = "immutable_parameter" if fixed else "unknown_parameter"
+            name = (fixed or unknown)[0]
+            message = (
+                f"session.{name} cannot change after startup"
+                if fixed
+                else f"Unknown parameter: 'session.{name}'"
+            )
+            return [self.error(code, message, event.event_id, f"session.{name}")]
+        merged = self._merged(event.session)
+        if isinstance(merged, str):
+            return [self.error("invalid_value", merged, event.event_id, "session.delegation")]
+        self.session = merged
+        return [
+            se.SessionUpdated(
+                event_id=self._ids.event(), client_event_id=event.event_id, session=merged
+            )
+        ]
+
+    def _merged(self, update: dict[str, Any]) -> LiveSessionResource | str:
+        assert self.session is not None
+        current = msgspec.to_builtins(self.session)
+        delegation = update.get("delegation")
+        if delegation is not None:
+            if not isinstance(delegation, dict) or delegation.get("type") != self.target:
+                return (
+                    f"session.update cannot change the delegation owner ({self.target!r}); "
+                    "start a new session"
+                )
+            old = current.get("delegation") or {}
+            current["delegation"] = {**old, **delegation}
+            if isinstance(old.get("responses"), dict) and isinstance(
+                delegation.get("responses"), dict
+            ):
+                current["delegation"]["responses"] = {**old["responses"], **delegation["responses"]}
+        if "triggers" in update:
+            current["triggers"] = update["triggers"]
+        try:
+            return msgspec.convert(current, LiveSessionResource)
+        except msgspec.ValidationError as exc:
+            return f"invalid session.update: {exc}"
+
+    def _mute(
+        self, event: ce.InputAudioMute | ce.InputAudioUnmute, now_s: float, timeline_ms: int
+    ) -> list[Out]:
+        self.muted = isinstance(event, ce.InputAudioMute)
+        cls = se.InputAudioMuted if self.muted else se.InputAudioUnmuted
+        return [cls(event_id=self._ids.event(), client_event_id=event.event_id)]
+
+    def _append(
+        self,
+        event: ce.InstructionsAppend | ce.ThinkingAppend | ce.CommentaryAppend,
+        now_s: float,
+        timeline_ms: int,
+    ) -> list[Out]:
+        if event.delegation_id is not None:
+            owner = self.delegations.get(event.delegation_id)
+            if owner is None or owner.target != "client":
+                why = (
+                    "Non-null delegation IDs are not accepted with Responses delegation"
+                    if self.target == "responses"
+                    else f"no client delegation has id {event.delegation_id[:64]!r}"
+                )
+                return [self.error("invalid_value", why, event.event_id, "delegation_id")]
+            if isinstance(event, ce.CommentaryAppend):
+                owner.answered = True
+        kind: type[se.InstructionsAppended | se.ThinkingAppended | se.CommentaryAppended] = {
+            ce.InstructionsAppend: se.InstructionsAppended,
+            ce.ThinkingAppend: se.ThinkingAppended,
+            ce.CommentaryAppend: se.CommentaryAppended,
+        }[type(event)]  # type: ignore[assignment]
+        out: list[Out] = [
+            kind(
+                event_id=self._ids.event(),
+                client_event_id=event.event_id,
+                start_ms=timeline_ms,
+                end_ms=timeline_ms,
+            )
+        ]
+        if isinstance(event, ce.CommentaryAppend):
+            out.append(Speak(event.content, event.delegation_id))
+        return out
+
+    def _fixture(
+        self, event: ce.OutputAudioFixturePlay, now_s: float, timeline_ms: int
+    ) -> list[Out]:
+        if len(event.audio) % 2 or len(event.audio) > MAX_FIXTURE_BYTES:
+            return [
+                self.error(
+                    "invalid_value",
+                    "a fixture is raw mono PCM16 at 24 kHz, at most 30 seconds",
+                    event.event_id,
+                    "audio",
+                )
+            ]
+        end_ms = timeline_ms + len(event.audio) // BYTES_PER_MS
+        return [
+            se.OutputAudioFixturePlaying(
+                event_id=self._ids.event(), client_event_id=event.event_id
+            ),
+            se.OutputAudioDelta(delta=event.audio, start_ms=timeline_ms, end_ms=end_ms),
+            se.OutputAudioFixturePlayed(event_id=self._ids.event(), client_event_id=event.event_id),
+        ]
+
+    def _response_item(
+        self, event: ce.ResponseItemCreate, now_s: float, timeline_ms: int
+    ) -> list[Out]:
+        refused = self._needs_responses("response.item.create", event.event_id)
+        if refused:
+            return refused
+        item = event.item
+        call_id = item.get("call_id")
+        if item.get("type") != "function_call_output" or not isinstance(call_id, str):
+            return [
+                self.error(
+                    "invalid_value",
+                    "the local server's Responses backend takes function_call_output items",
+                    event.event_id,
+                    "item.type",
+                )
+            ]
+        owner = self._call_owner(call_id)
+        if owner is None:
+            return [
+                self.error(
+                    "invalid_value",
+                    f"no pending function call has call_id {call_id[:64]!r}",
+                    event.event_id,
+                    "item.call_id",
+                )
+            ]
+        output = item.get("output")
+        owner.outputs[call_id] = output if isinstance(output, str) else str(output)
+        return []
+
+    def _response_create(
+        self, event: ce.ResponseCreate, now_s: float, timeline_ms: int
+    ) -> list[Out]:
+        refused = self._needs_responses("response.create", event.event_id)
+        if refused:
+            return refused
+        for delegation in self.delegations.values():
+            waiting = [c for c, _, _ in delegation.calls if c not in delegation.outputs]
+            if delegation.calls and not waiting and not delegation.answered:
+                delegation.answered = True
+                return [ContinueBackend(delegation.id)]
+        return [
+            self.error(
+                "invalid_value",
+                "response.create: no delegated response is waiting for tool results",
+                event.event_id,
+            )
+        ]
+
+    def _close(self, event: ce.SessionClose, now_s: float, timeline_ms: int) -> list[Out]:
+        return [self.closed_event("close_requested", now_s, event.event_id), Close()]
+
+    # --- what the pump asks ----------------------------------------------------------------
+
+    def closed_event(
+        self, reason: CloseReason, now_s: float, client_event_id: str | None = None
+    ) -> se.SessionClosed:
+        assert self.session is not None
+        self.closed = True
+        return se.SessionClosed(
+            event_id=self._ids.event(),
+            client_event_id=client_event_id,
+            reason=reason,
+            session=self.session,
+            usage=self.usage(now_s),
+        )
+
+    def delegate(
+        self, user_text: str, offset_ms: int, calls: Sequence[tuple[str, str]]
+    ) -> tuple[BackendDelegation, list[se.LiveServerEvent]]:
+        """The model hands the user's task to the session's delegation owner; for Responses,
+        the backend's first stream (its function calls) comes with it."""
+        target = self.target
+        delegation = BackendDelegation(
+            id=self._ids.item().replace("item_", "deleg_", 1),
+            target=target,
+            user_text=user_text,
+            response_id=self._ids.response() if target == "responses" else None,
+        )
+        self.delegations[delegation.id] = delegation
+        info = DelegationInfo(
+            id=delegation.id,
+            target=target,
+            type="delegation",
+            response_id=delegation.response_id,
+        )
+        events: list[se.LiveServerEvent] = [
+            se.DelegationCreated(event_id=self._ids.event(), delegation=info, offset_ms=offset_ms)
+        ]
+        if target == "responses":
+            events.append(self.backend_event(delegation, "response.created", {}))
+            for name, arguments in calls:
+                call_id = self._ids.call()
+                delegation.calls.append((call_id, name, arguments))
+                item = {
+                    "id": self._ids.item(),
+                    "type": "function_call",
+                    "status": "completed",
+                    "call_id": call_id,
+                    "name": name,
+                    "arguments": arguments,
+                }
+                events.append(
+                    self.backend_event(delegation, "response.output_item.done", {"item": item})
+                )
+        return delegation, events
+
+    def backend_event(
+        self, delegation: BackendDelegation, kind: str, fields: dict[str, Any]
+    ) -> se.ResponseEvent:
+        status = "completed" if kind == "response.completed" else "in_progress"
+        payload = {
+            "type": kind,
+            "response": {"id": delegation.response_id, "object": "response", "status": status},
+            **fields,
+        }
+        return se.ResponseEvent(
+            event_id=self._ids.event(), event=payload, delegation_id=delegation.id
+        )
+
+    def error(
+        self, code: str, message: str, client_event_id: str | None = None, param: str | None = None
+    ) -> se.LiveErrorEvent:
+        return se.LiveErrorEvent(
+            event_id=self._ids.event(),
+            client_event_id=client_event_id,
+            error=LiveErrorInfo(
+                type="invalid_request_error",
+                code=code,
+                message=message,
+                client_event_id=client_event_id,
+                param=param,
+            ),
+        )
+
+    def _needs_responses(self, kind: str, event_id: str | None) -> list[Out]:
+        if self.target == "responses":
+            return []
+        return [
+            self.error("invalid_request_error", f"{kind} requires Responses delegation.", event_id)
+        ]
+
+    def _call_owner(self, call_id: str) -> BackendDelegation | None:
+        for delegation in self.delegations.values():
+            if any(c == call_id for c, _, _ in delegation.calls):
+                return delegation
+        return None
+
+
+def _start_problem(config: LiveSessionConfig) -> tuple[str, str] | None:
+    audio_format = config.audio.format if config.audio is not None else None
+    if audio_format is not None and (audio_format.type, audio_format.rate) != ("audio/pcm", 24000):
+        return (
+            "session.audio.format",
+            "the local voxwire server speaks audio/pcm at 24000 Hz only",
+        )
+    if not config.model.startswith("gpt-live"):
+        return (
+            "session.model",
+            f"Invalid model {config.model[:64]!r}: use gpt-live-1 or gpt-live-1.1",
+        )
+    delegation = config.delegation
+    if isinstance(delegation, ResponsesDelegation) and (
+        delegation.responses is None or not delegation.responses.model
+    ):
+        return (
+            "session.delegation.responses.model",
+            "Responses delegation needs delegation.responses.model",
+        )
+    return None
+
+
+def _resource(config: LiveSessionConfig, session_id: str, expires_at: int) -> LiveSessionResource:
+    audio = config.audio or AudioConfig()
+    output = audio.output or AudioOutputConfig()
+    return LiveSessionResource(
+        id=session_id,
+        expires_at=expires_at,
+        status="active",
+        model=config.model,
+        instructions=config.instructions,
+        audio=AudioConfig(
+            format=audio.format or DEFAULT_FORMAT,
+            output=AudioOutputConfig(voice=output.voice or DEFAULT_VOICE),
+        ),
+        delegation=config.delegation,
+        input=config.input,
+        safety_identifier=config.safety_identifier,
+        store=bool(config.store),
+        triggers=config.triggers,
+    )
+
+
+_HANDLERS: Final[dict[type, Any]] = {
+    ce.SessionUpdate: LiveServerSession._update,
+    ce.InputAudioMute: LiveServerSession._mute,
+    ce.InputAudioUnmute: LiveServerSession._mute,
+    ce.InstructionsAppend: LiveServerSession._append,
+    ce.ThinkingAppend: LiveServerSession._append,
+    ce.CommentaryAppend: LiveServerSession._append,
+    ce.OutputAudioFixturePlay: LiveServerSession._fixture,
+    ce.ResponseItemCreate: LiveServerSession._response_item,
+    ce.ResponseCreate: LiveServerSession._response_create,
+    ce.SessionClose: LiveServerSession._close,
+    # session.input_audio.append is the pump's (turn detection); it never reaches here.
+}
