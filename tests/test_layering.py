@@ -108,6 +108,27 @@ RULES: dict[str, dict[str, set[str]]] = {
         "third_party": {"msgspec", "numpy", "webrtcvad", "faster_whisper", "hibari"},
         "no_stdlib": set(),
     },
+    # Telephony: phone calls on top of the client session (docs/telephony.md), by its public
+    # names; each carrier is a sub-package that answers to this rule and its own.
+    "telephony": {
+        "voxwire": {"voxwire.telephony", "voxwire.agents", "voxwire.audio", "voxwire.exceptions"},
+        "voxwire_exact": {"voxwire.asyncio", "voxwire.asyncio.events"},
+        "third_party": {"websockets", "msgspec", "numpy"},
+        "no_stdlib": set(),
+    },
+    # The Twilio Media Streams bridge: the session by its public names, the audio core's remote
+    # output, websockets (the webhook + media stream server, the simulator's client).
+    "telephony/twilio": {
+        "voxwire": {
+            "voxwire.telephony.twilio",
+            "voxwire.agents",
+            "voxwire.audio",
+            "voxwire.exceptions",
+        },
+        "voxwire_exact": {"voxwire.asyncio", "voxwire.asyncio.events"},
+        "third_party": {"websockets", "msgspec", "numpy"},
+        "no_stdlib": set(),
+    },
     # The exception tree is the root every layer imports: it imports nothing of voxwire.
     "exceptions.py": {"voxwire": set(), "third_party": set(), "no_stdlib": NO_IO},
     # The secret-redacting log filter the client and the server pump share: standard library only.

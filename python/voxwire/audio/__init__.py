@@ -14,6 +14,8 @@
   session's input format; :class:`BargeInDetector` — local "user started speaking" with an echo gate
 * :class:`AudioOutput` — ring + clock + sink at the device rate, pulled by a device: prebuffer,
   fade-out, underruns, output latency, first-sample timings (docs/audio-io.md)
+* :class:`RemoteOutput` — an :class:`AudioOutput` whose listener is remote (a phone line, a
+  page): sent in chunks, heard as the far end acknowledges (Twilio marks); docs/telephony-twilio.md
 * :class:`MemoryInput` / :class:`WavFileInput`, :class:`MemoryOutput` / :class:`WavFileOutput` —
   sources and virtual speakers without a sound card (real time or stepped)
 * :class:`SoundDeviceInput` / :class:`SoundDeviceOutput` — microphone and speaker through
@@ -29,6 +31,7 @@ from voxwire.audio.bargein import BargeInDetector
 from voxwire.audio.devices import SoundDeviceInput, SoundDeviceOutput, list_devices
 from voxwire.audio.input import AudioInput
 from voxwire.audio.output import AudioOutput, ItemTiming
+from voxwire.audio.remote import RemoteOutput
 from voxwire.audio.sink import PlaybackSink
 from voxwire.audio.virtual import MemoryInput, MemoryOutput, WavFileInput, WavFileOutput
 from voxwire.audio.wav import WavAudio, read_wav, write_wav
@@ -44,6 +47,7 @@ __all__ = [
     "PcmRing",
     "PlaybackClock",
     "PlaybackSink",
+    "RemoteOutput",
     "Resampler",
     "SoundDeviceInput",
     "SoundDeviceOutput",

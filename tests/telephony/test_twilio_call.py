@@ -1,0 +1,55 @@
+"""End to end, offline: a simulated Twilio call (voxwire.testing's simulator, real loopback
+websocket) through the bridge (`PhoneServer`, real loopback websocket) to the local server,
+with a tool call and a barge-in, for carrier buffers of 0, 200 ms and 1 s.
+
+What the caller heard is read from the simulated line (the bridge's audio as played, matched
+against the agent's speech); every truncate's ``audio_end_ms`` must be at most that and at
+least that minus one chunk (plus one 20 ms tick: the simulator's step), the server must accept
+it, the clear must drop what was queued, and nothing of the cut item after the cut may reach
+the caller, while the next answer is heard from its first sample."""
+
+from __future__ import annotations
+
+import pytest
+
+from .twilio_helpers import heard_of, locate, run, simulated_call
+
+CHUNK_MS = 40
+TICK = 160
+
+
+@pytest.mark.parametrize("carrier_buffer_ms", [0, 200, 1000])
+def test_a_barge_in_truncates_at_what_the_caller_heard(carrier_buffer_ms: int) -> None:
+    result = run(simulated_call(carrier_buffer_ms, CHUNK_MS))
+    seen, call = result.observed, result.call
+    assert not seen.errors, seen.errors
+    assert seen.tools == ["lookup_order", "lookup_order"]
+    (cut,) = seen.cuts
+    assert cut.item_id == seen.items[0]
+    # The server accepted the truncation the session sent.
+    assert [(t.item_id, t.audio_end_ms) for t in seen.truncated] == [(cut.item_id, cut.played_ms)]
+
+    heard = call.agent_heard
+    long_item = result.tap.pcm(cut.item_id)
+    sure, most = heard_of(heard, long_item)
+    assert cut.played_ms is not None
+    truncated_at = cut.played_ms * 8
+    print(
+        f"buffer {carrier_buffer_ms} ms: heard {sure}..{most} samples, truncated at {truncated_at}"
+    )
+    assert truncated_at <= most  # never ahead of the caller
+    assert sure - truncated_at <= CHUNK_MS * 8 + TICK  # within one chunk (and one step)
+
+    # One clear, which dropped what the line still had queued (a carrier buffer at least).
+    (clear,) = call.clears
+    assert clear.dropped_samples >= carrier_buffer_ms * 8
+    # Nothing of the long answer after the cut was heard: what follows it on the line is the
+    # short answer, heard in full from its first sample (no audio went out before the clear).
+    short_item = result.tap.pcm(seen.items[1])
+    start = locate(heard, short_item)
+    assert start >= locate(heard, long_item) + most
+    assert (heard[start : start + len(short_item)] == short_item).all()
+    (report,) = result.reports
+    assert report.ended_by == "stop"
+    assert report.clears_sent == 1
+    assert report.cleared_marks_returned >= clear.marks_returned
