@@ -140,9 +140,15 @@ RULES: dict[str, dict[str, set[str]]] = {
         "no_stdlib": set(),
     },
     # The scripted transport for users' tests plugs into the client's transport seam; it
-    # scripts the protocol's events and never starts the local server.
+    # scripts the protocol's events and never starts the local server. It also re-exports the
+    # Twilio call simulator (voxwire.telephony.twilio.simulator).
     "testing.py": {
-        "voxwire": {"voxwire.protocol", "voxwire.asyncio", "voxwire.exceptions"},
+        "voxwire": {
+            "voxwire.protocol",
+            "voxwire.asyncio",
+            "voxwire.exceptions",
+            "voxwire.telephony.twilio.simulator",
+        },
         "third_party": set(),
         "no_stdlib": set(),
     },
@@ -156,6 +162,7 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.talk",
             "voxwire.bench",
             "voxwire.exceptions",
+            "voxwire.telephony",
         },
         "voxwire_exact": {"voxwire.__version__", "voxwire.server"},
         "third_party": {"numpy"},

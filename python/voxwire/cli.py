@@ -12,6 +12,7 @@ import numpy as np
 from voxwire import __version__
 from voxwire.audio import Resampler, read_wav, resampler_kernel, write_wav
 from voxwire.bench import stream_resampler
+from voxwire.telephony.twilio.command import add_phone_parser
 
 if TYPE_CHECKING:
     from voxwire.server import ChatCompletionsResponder
@@ -285,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--rounds", type=int, default=15, help="timed rounds per figure (median)")
     bn.set_defaults(func=_bench)
     _add_serve(sub)
+    add_phone_parser(sub)
     qs = sub.add_parser("quickstart", help="one offline spoken turn against the local server")
     qs.add_argument("--out", default="quickstart-reply.wav", help="where to write the reply")
     qs.add_argument("--pace", type=float, default=4.0, help="audio speed, x real time")

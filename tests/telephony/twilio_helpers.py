@@ -21,7 +21,8 @@ from voxwire.asyncio import events as ev
 from voxwire.audio import g711
 from voxwire.protocol import server_events as se
 from voxwire.server import Pacing, RealtimeServer, Scenario
-from voxwire.telephony.twilio import CallInfo, PhoneServer, TwilioBridge, TwilioCallSimulator
+from voxwire.telephony.twilio import CallInfo, PhoneServer, TwilioBridge
+from voxwire.testing import TwilioCallSimulator
 
 T = TypeVar("T")
 

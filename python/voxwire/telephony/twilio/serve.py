@@ -1,11 +1,15 @@
 """Twilio's voice webhook and the media stream websocket on one port (``voxwire phone``).
 
-* ``GET /twiml`` (the number's "A call comes in" webhook, method **HTTP GET**) answers TwiML
-  that connects the call to a bidirectional stream (https://www.twilio.com/docs/voice/twiml/stream):
+* ``/twiml`` (the number's "A call comes in" webhook, HTTP POST — Twilio's default — or GET)
+  answers TwiML that connects the call to a bidirectional stream
+  (https://www.twilio.com/docs/voice/twiml/stream):
   ``<Response><Connect><Stream url="wss://HOST/media"><Parameter name="voxwire_token" .../>``.
-  The websocket library serving the port (``websockets``) reads GET requests only, so a webhook
-  set to HTTP POST gets ``405`` with a message saying to switch it to GET.
 * ``/media``: the websocket Twilio opens; each one is a call for the :class:`TwilioBridge`.
+
+The port is served by ``websockets``, which reads GET requests only (the websocket handshake and
+the GET webhook, answered in ``process_request``); a POST webhook is recognised by its first
+bytes in the connection (``create_connection``: :class:`_PostAware`) and answered there, before
+``websockets`` parses anything.
 
 Who may open a call: with ``auth_token`` (the account's Auth Token, ``TWILIO_AUTH_TOKEN``) every
 webhook request must carry a valid ``X-Twilio-Signature`` (Twilio's "Webhooks security" page:
@@ -22,7 +26,7 @@ import hashlib
 import hmac
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from types import TracebackType
 from urllib.parse import parse_qs, urlsplit
@@ -98,6 +102,7 @@ class PhoneServer:
             self.host,
             self.port,
             process_request=self._route,
+            create_connection=_post_aware(self._post),
             max_size=2**20,
         )
         self.port = self._server.sockets[0].getsockname()[1]
@@ -129,32 +134,61 @@ class PhoneServer:
         return self._twiml(connection, request)
 
     def _twiml(self, connection: ServerConnection, request: Request) -> Response:
-        base = self.public_url or f"https://{request.headers.get('Host', 'localhost')}"
+        status, body = self.webhook(request.path, request.headers, {})
+        response = connection.respond(status, body)
+        if status == HTTPStatus.OK:
+            response.headers = Headers(
+                [(k, v) for k, v in response.headers.raw_items() if k.lower() != "content-type"]
+            )
+            response.headers["Content-Type"] = "text/xml; charset=utf-8"
+        return response
+
+    def webhook(
+        self, target: str, headers: Headers, form: Mapping[str, str]
+    ) -> tuple[HTTPStatus, str]:
+        """The voice webhook: ``target`` (path and query as requested), the request's headers
+        and its POST ``form`` -> ``(status, body)`` (TwiML when 200)."""
+        base = self.public_url or f"https://{headers.get('Host', 'localhost')}"
         if self.auth_token:
-            signed = request.headers.get("X-Twilio-Signature", "")
-            expected = twilio_signature(self.auth_token, base + request.path)
+            signed = headers.get("X-Twilio-Signature", "")
+            expected = twilio_signature(self.auth_token, base + target, form)
             if not hmac.compare_digest(signed, expected):
                 logger.warning("twilio webhook refused: bad or missing X-Twilio-Signature")
-                return connection.respond(
+                return (
                     HTTPStatus.FORBIDDEN,
                     "X-Twilio-Signature does not match (is --public-url the URL Twilio calls?)\n",
                 )
-        query = parse_qs(urlsplit(request.path).query)
-        call_sid = query.get("CallSid", [""])[0]
+        query = parse_qs(urlsplit(target).query)
+        call_sid = form.get("CallSid") or query.get("CallSid", [""])[0]
         stream_url = "wss://" + base.split("://", 1)[-1] + self.media_path
         token = quoteattr(self._token(call_sid))
-        body = (
+        return HTTPStatus.OK, (
             '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Connect>'
             f"<Stream url={quoteattr(stream_url)}>"
             f'<Parameter name="{TOKEN_PARAMETER}" value={token}/>'
             "</Stream></Connect></Response>\n"
         )
-        response = connection.respond(HTTPStatus.OK, body)
-        response.headers = Headers(
-            [(k, v) for k, v in response.headers.raw_items() if k.lower() != "content-type"]
-        )
-        response.headers["Content-Type"] = "text/xml; charset=utf-8"
-        return response
+
+    def _post(self, head: bytes, body: bytes) -> bytes:
+        """A POST request (its head and body) -> the whole HTTP response."""
+        lines = head.decode("latin-1").split("\r\n")
+        target = lines[0].split(" ")[1] if len(lines[0].split(" ")) == 3 else "/"
+        headers = Headers()
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name:
+                headers[name.strip()] = value.strip()
+        if urlsplit(target).path != self.webhook_path:
+            status, text = HTTPStatus.NOT_FOUND, f"nothing to POST at {urlsplit(target).path}\n"
+        else:
+            form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+            status, text = self.webhook(target, headers, form)
+        kind = "text/xml" if status == HTTPStatus.OK else "text/plain"
+        data = text.encode()
+        return (
+            f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Type: {kind}; charset=utf-8\r\n"
+            f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+        ).encode() + data
 
     def _token(self, call_sid: str) -> str:
         return hmac.new(self._secret, call_sid.encode(), hashlib.sha256).hexdigest()
@@ -174,3 +208,54 @@ class PhoneServer:
             report.ended_by,
             report.duration_s,
         )
+
+
+MAX_POST_BYTES = 64 * 1024
+"""Largest webhook request read (Twilio's voice webhook form is about 1 KiB)."""
+
+
+def _post_aware(answer: Callable[[bytes, bytes], bytes]) -> type[ServerConnection]:
+    """A :class:`ServerConnection` that answers a POST itself (see the module docstring)."""
+
+    class _PostAware(ServerConnection):
+        _buffer = b""
+        _websocket = False
+
+        def data_received(self, data: bytes) -> None:
+            if self._websocket:
+                super().data_received(data)
+                return
+            self._buffer += data
+            if not self._buffer.startswith(b"POST "[: len(self._buffer)]):
+                self._websocket, data, self._buffer = True, self._buffer, b""
+                super().data_received(data)
+                return
+            head, found, body = self._buffer.partition(b"\r\n\r\n")
+            length = _content_length(head)
+            if len(self._buffer) > MAX_POST_BYTES or (found and length is None):
+                self._reply(b"HTTP/1.1 413 Content Too Large\r\nConnection: close\r\n\r\n")
+            elif found and length is not None and len(body) >= length:
+                self._reply(answer(head, body[:length]))
+
+        def _reply(self, response: bytes) -> None:
+            # websockets then sees a connection closed before any request and would log its
+            # "opening handshake failed" as an error: this one was answered, not failed.
+            self.logger = _ANSWERED
+            self._buffer = b""
+            self.transport.write(response)
+            self.transport.close()
+
+    return _PostAware
+
+
+_ANSWERED = logging.getLogger("voxwire.telephony.twilio.webhook")
+_ANSWERED.addFilter(lambda record: record.getMessage() != "opening handshake failed")
+
+
+def _content_length(head: bytes) -> int | None:
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            text = value.strip()
+            return int(text) if text.isdigit() and int(text) <= MAX_POST_BYTES else None
+    return None

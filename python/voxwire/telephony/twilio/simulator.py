@@ -108,6 +108,8 @@ class TwilioCallSimulator:
         self.received: list[tuple[str, int]] = []
         """``(event, line position)`` of every message from the bridge, in order."""
         self.marks_returned = 0
+        self.closed_by_bridge: str | None = None
+        """Why the bridge closed the stream (its close reason), once it did."""
         self._sequence = 0
         self._chunk = 0
         self._started = 0.0
@@ -179,6 +181,8 @@ class TwilioCallSimulator:
         """The caller stays silent until ``condition()``; fails after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         while not condition():
+            if self.closed_by_bridge is not None:
+                raise InvalidState(f"the bridge closed the stream: {self.closed_by_bridge!r}")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the simulated call waited {timeout_s} s in vain")
             await self.tick()
@@ -265,12 +269,12 @@ class TwilioCallSimulator:
     async def _receive(self) -> None:
         ws = self._ws
         assert ws is not None
-        try:
+        with contextlib.suppress(ConnectionClosed):
             async for message in ws:
                 for name in self._received(msgspec.json.decode(message)):
                     await self._return_mark(name)
-        except ConnectionClosed:
-            pass
+        if self._ws is not None:  # not our hang-up: the bridge closed the stream
+            self.closed_by_bridge = ws.close_reason or "closed"
 
     def _received(self, message: dict[str, Any]) -> list[str]:
         """Note one message; returns the marks to send back now (those a clear dropped)."""
@@ -304,4 +308,7 @@ class TwilioCallSimulator:
     async def _send(self, message: dict[str, Any], *, numbered: bool = False) -> None:
         if self._ws is None:
             raise InvalidState("the simulated call is not connected")
-        await self._ws.send(self._encode(message, numbered=numbered))
+        try:
+            await self._ws.send(self._encode(message, numbered=numbered))
+        except ConnectionClosed as closed:  # the bridge hung up: the line goes on, silent
+            self.closed_by_bridge = closed.rcvd.reason if closed.rcvd else "closed"
