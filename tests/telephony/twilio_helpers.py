@@ -181,7 +181,9 @@ class CallResult:
     tap: AudioTap
 
 
-async def simulated_call(carrier_buffer_ms: int, chunk_ms: int = 40) -> CallResult:
+async def simulated_call(
+    carrier_buffer_ms: int, chunk_ms: int = 40, *, realtime: bool = False
+) -> CallResult:
     """Caller: a question (the agent calls the tool and answers at length), then, 1.5 s into
     the answer as heard, a second question over it (barge-in); the short second answer is heard
     to its end."""
@@ -203,7 +205,9 @@ async def simulated_call(carrier_buffer_ms: int, chunk_ms: int = 40) -> CallResu
         )
         async with PhoneServer(bridge) as phone:
             call = TwilioCallSimulator(
-                phone.url("/media", scheme="ws"), carrier_buffer_ms=carrier_buffer_ms
+                phone.url("/media", scheme="ws"),
+                carrier_buffer_ms=carrier_buffer_ms,
+                realtime=realtime,
             )
             async with call:
                 await call.listen(200)
