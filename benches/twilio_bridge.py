@@ -83,15 +83,24 @@ class _Stamped:
 
 def bridge_main(args: argparse.Namespace) -> None:
     os.sched_setaffinity(0, {args.core})
-    asyncio.run(_bridge(args.url))
+    profile = os.environ.get("TWILIO_BRIDGE_PROFILE")  # a path: cProfile the bridge into it
+    if profile:
+        import cProfile
+
+        cProfile.runctx(
+            "asyncio.run(_bridge(args.url, args.input_batch_ms))", globals(), locals(), profile
+        )
+    else:
+        asyncio.run(_bridge(args.url, args.input_batch_ms))
 
 
-async def _bridge(url: str) -> None:
+async def _bridge(url: str, input_batch_ms: int) -> None:
     from voxwire.agents import RealtimeAgent
     from voxwire.telephony.twilio import PhoneServer, TwilioBridge
 
     lateness: list[float] = []
-    bridge = TwilioBridge(RealtimeAgent(name="Phone", instructions="phone"), url=url, config=CONFIG)
+    agent = RealtimeAgent(name="Phone", instructions="phone")
+    bridge = TwilioBridge(agent, url=url, config=CONFIG, input_batch_ms=input_batch_ms)
     handle = bridge.handle
     bridge.handle = lambda ws: handle(_Stamped(ws, lateness))  # type: ignore[method-assign]
     lags: list[float] = []
@@ -244,9 +253,11 @@ def main() -> None:
     br = sub.add_parser("bridge")
     br.add_argument("--url", required=True)
     br.add_argument("--core", type=int, default=0)
+    br.add_argument("--input-batch-ms", type=int, default=20)
     parser.add_argument("--calls", default="10,25,50,100")
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--core", type=int, default=0, help="the bridge's core")
+    parser.add_argument("--input-batch-ms", type=int, default=20, help="TwilioBridge option")
     args = parser.parse_args()
     if args.command == "bridge":
         bridge_main(args)
@@ -307,7 +318,17 @@ def cpu_model() -> str:
 
 def run_bridge(url: str, calls: int, args: argparse.Namespace) -> dict[str, Any]:
     bridge = subprocess.Popen(
-        [sys.executable, __file__, "bridge", "--url", url, "--core", str(args.core)],
+        [
+            sys.executable,
+            __file__,
+            "bridge",
+            "--url",
+            url,
+            "--core",
+            str(args.core),
+            "--input-batch-ms",
+            str(args.input_batch_ms),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -317,8 +338,13 @@ def run_bridge(url: str, calls: int, args: argparse.Namespace) -> dict[str, Any]
         port = int(bridge.stdout.readline())
         return asyncio.run(measure(bridge, port, calls, args.seconds))
     finally:
-        bridge.terminate()
-        bridge.wait()
+        assert bridge.stdin is not None
+        bridge.stdin.close()  # the bridge ends (and writes its profile, if asked)
+        try:
+            bridge.wait(30)
+        except subprocess.TimeoutExpired:
+            bridge.terminate()
+            bridge.wait()
 
 
 if __name__ == "__main__":

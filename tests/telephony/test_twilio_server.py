@@ -18,6 +18,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from voxwire.asyncio import RealtimeSession
+from voxwire.exceptions import InvalidState
 from voxwire.server import Pacing, RealtimeServer
 from voxwire.telephony.twilio import (
     CallInfo,
@@ -274,3 +275,20 @@ def test_garbage_on_the_port_never_stops_the_server() -> None:
             assert (await get(ph.url("/twiml")))[0] == 200
 
     run(body())
+
+
+def test_a_session_that_cannot_open_ends_that_call_only() -> None:
+    async def body() -> Any:
+        bridge = TwilioBridge(AGENT, url="ws://127.0.0.1:9/v1/realtime")  # nothing listens
+        async with PhoneServer(bridge) as ph:
+            call = TwilioCallSimulator(ph.url("/media", scheme="ws"))
+            async with call:
+                with pytest.raises(InvalidState, match="the agent's session failed"):
+                    await call.until(lambda: False, timeout_s=20)
+            assert (await get(ph.url("/twiml")))[0] == 200  # the server goes on
+            return ph.reports
+
+    (report,) = run(body())
+    assert report.ended_by == "failed"
+    assert report.error is not None
+    assert "ConnectionFailed" in report.error

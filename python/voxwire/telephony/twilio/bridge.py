@@ -85,7 +85,10 @@ class CallReport:
     stream_errors: list[str] = field(default_factory=list)
     ended_by: str = ""
     """``stop`` (Twilio ended the stream), ``disconnected``, ``session`` (the session closed),
-    ``no_start`` (no ``start`` in time), ``refused`` (not authorized) or ``cancelled``."""
+    ``no_start`` (no ``start`` in time), ``refused`` (not authorized), ``failed`` (the session
+    could not run: see ``error``) or ``cancelled``."""
+    error: str | None = None
+    """Why the session failed (``ended_by == "failed"``), e.g. the endpoint refused it."""
     duration_s: float = 0.0
 
 
@@ -128,6 +131,7 @@ class TwilioBridge:
         api_key: str | None = None,
         config: Mapping[str, Any] | None = None,
         chunk_ms: int = 40,
+        input_batch_ms: int = 20,
         start_timeout_s: float = 10.0,
         on_event: EventHandler | None = None,
         on_dtmf: DtmfHandler | None = None,
@@ -139,6 +143,11 @@ class TwilioBridge:
         self.config = phone_config(config)
         self.chunk_ms = chunk_ms
         self.chunk_samples = chunk_ms * RATE_HZ // 1000
+        if not isinstance(input_batch_ms, int) or not 20 <= input_batch_ms <= 200:
+            raise ConfigurationError(
+                f"input_batch_ms={input_batch_ms!r}: expected an integer 20 ..= 200"
+            )
+        self.input_batch_samples = input_batch_ms * RATE_HZ // 1000
         self.start_timeout_s = start_timeout_s
         self._endpoint: dict[str, Any] = {"url": url, "model": model, "api_key": api_key}
         self._options = dict(session_options or {})
@@ -169,9 +178,20 @@ class TwilioBridge:
                 report.ended_by = "refused"
                 await websocket.close(1008, "this stream was not started by a signed webhook")
             else:
-                await _Call(self, websocket, stream, call, report).run()
+                await self._run(websocket, stream, call, report)
         report.duration_s = time.monotonic() - started_at
         return report
+
+    async def _run(
+        self, websocket: MediaSocket, stream: TwilioStream, call: CallInfo, report: CallReport
+    ) -> None:
+        try:
+            await _Call(self, websocket, stream, call, report).run()
+        except Exception as exc:  # the session could not open or broke: end this call only
+            report.ended_by, report.error = "failed", f"{type(exc).__name__}: {exc}"
+            logger.warning("call %s failed: %s", call.call_sid, report.error)
+            with contextlib.suppress(ConnectionClosed):
+                await websocket.close(1011, "the agent's session failed")
 
     def session_for(self, output: RemoteOutput) -> RealtimeSession:
         """The session of one call (its audio goes to ``output``)."""
@@ -208,6 +228,7 @@ class _Call:
         self.call = call
         self.report = report
         self.wake = asyncio.Event()
+        self.inbound = bytearray()  # caller audio not yet appended (input_batch_ms)
         self.output = RemoteOutput(RATE_HZ, on_audio=self.wake.set, on_interrupt=self._clear)
 
     def _clear(self) -> None:
@@ -254,8 +275,12 @@ class _Call:
         """Act on one stream event; ``True`` once the call is over."""
         if isinstance(event, m.CallerAudio):
             self.report.caller_frames += 1
+            self.inbound += event.payload
+            if len(self.inbound) < self.bridge.input_batch_samples:
+                return False
+            audio, self.inbound = bytes(self.inbound), bytearray()
             try:
-                await session.send_audio(event.payload)
+                await session.send_audio(audio)
             except InvalidState:  # the session closed under us: the events loop ends the call
                 return False
         elif isinstance(event, Played):
@@ -274,6 +299,10 @@ class _Call:
         return False
 
     async def _send(self) -> None:
+        with contextlib.suppress(ConnectionClosed):  # Twilio hung up: the reader notes it
+            await self._send_until_closed()
+
+    async def _send_until_closed(self) -> None:
         output, stream, chunk = self.output, self.stream, self.bridge.chunk_samples
         while True:
             await self.wake.wait()
