@@ -58,9 +58,16 @@ def check_call(result: CallResult, carrier_buffer_ms: int, slack: int) -> None:
     # Nothing of the long answer after the cut was heard: what follows it on the line is the
     # short answer, heard in full from its first sample (no audio went out before the clear).
     short_item = result.tap.pcm(seen.items[1])
+    # Everything the bridge sent after the clear is the short answer (whole chunks of it), and
+    # all of it: no audio of the cut item followed the clear.
+    kinds = [kind for kind, _, _ in call.received]
+    after_clear = kinds.index("clear") + 1
+    sent_after = sum(n for _, _, n in call.received[after_clear:])
+    assert sent_after == len(short_item)
     start = locate(heard, short_item)
     assert start >= locate(heard, long_item) + most
     assert (heard[start : start + len(short_item)] == short_item).all()
+    assert not call.bad_messages
     (report,) = result.reports
     assert report.ended_by == "stop"
     assert report.clears_sent == 1

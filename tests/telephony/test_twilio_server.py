@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -15,6 +16,8 @@ from typing import Any
 from xml.etree import ElementTree
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
 from voxwire.asyncio import RealtimeSession
@@ -292,3 +295,22 @@ def test_a_session_that_cannot_open_ends_that_call_only() -> None:
     assert report.ended_by == "failed"
     assert report.error is not None
     assert "ConnectionFailed" in report.error
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=300), min_size=1, max_size=4))
+def test_any_bytes_on_the_port_leave_the_server_answering(chunks: list[bytes]) -> None:
+    """Whatever arrives (in pieces, POST-looking or not), the next webhook is still answered."""
+
+    async def body() -> int:
+        async with PhoneServer(TwilioBridge(AGENT)) as ph:
+            _, writer = await asyncio.open_connection("127.0.0.1", ph.port)
+            for chunk in [b"POST /twiml HTTP/1.1\r\n", *chunks]:
+                writer.write(chunk)
+                await writer.drain()
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+            return (await get(ph.url("/twiml")))[0]
+
+    assert run(body()) == 200

@@ -9,6 +9,7 @@ import contextlib
 import importlib
 import json
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ def add_phone_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "phone",
         help="answer Twilio calls with an agent (voice webhook + media stream on one port)",
         description="Set the Twilio number's voice webhook ('A call comes in') to "
-        "PUBLIC_URL/twiml with HTTP GET. OPENAI_API_KEY for the hosted service; "
+        "PUBLIC_URL/twiml (HTTP POST or GET). OPENAI_API_KEY for the hosted service; "
         "TWILIO_AUTH_TOKEN to check Twilio's signatures (recommended on a public URL).",
     )
     ph.add_argument(
@@ -67,6 +68,8 @@ def load_agent(spec: str) -> RealtimeAgent:
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ConfigurationError(f"agent {spec!r}: expected module:attribute")
+    if os.getcwd() not in sys.path:  # the `voxwire` script does not put it there; apps live there
+        sys.path.insert(0, os.getcwd())
     try:
         found: Any = importlib.import_module(module_name)
     except ImportError as exc:
@@ -107,7 +110,7 @@ def main(args: argparse.Namespace) -> int:
         async with server:
             print(
                 f"voxwire phone: {args.agent} answers on {server.url()}: voice webhook "
-                f"{args.public_url or server.url()}/twiml (HTTP GET), media stream "
+                f"{args.public_url or server.url()}/twiml (POST or GET), media stream "
                 f"{server.media_path}; Twilio signatures "
                 f"{'checked' if token else 'NOT checked (set TWILIO_AUTH_TOKEN)'}",
                 flush=True,

@@ -105,9 +105,12 @@ class TwilioCallSimulator:
         self.agent_samples_heard = 0
         """Samples of the bridge's audio the caller heard (not silence)."""
         self.clears: list[LineClear] = []
-        self.received: list[tuple[str, int]] = []
-        """``(event, line position)`` of every message from the bridge, in order."""
+        self.received: list[tuple[str, int, int]] = []
+        """``(event, line position, samples)`` of every message from the bridge, in order
+        (``samples``: the audio a ``media`` message carried, 0 for the others)."""
         self.marks_returned = 0
+        self.bad_messages: list[str] = []
+        """Messages from the bridge that are not Twilio messages (malformed), with why."""
         self.closed_by_bridge: str | None = None
         """Why the bridge closed the stream (its close reason), once it did."""
         self._sequence = 0
@@ -271,7 +274,13 @@ class TwilioCallSimulator:
         assert ws is not None
         with contextlib.suppress(ConnectionClosed):
             async for message in ws:
-                for name in self._received(msgspec.json.decode(message)):
+                try:
+                    marks = self._received(msgspec.json.decode(message))
+                except (msgspec.DecodeError, KeyError, TypeError, AttributeError, ValueError) as e:
+                    # Twilio would ignore it; the test can look at what the bridge got wrong
+                    self.bad_messages.append(f"{type(e).__name__}: {e}: {str(message)[:200]}")
+                    continue
+                for name in marks:
                     await self._return_mark(name)
         if self._ws is not None:  # not our hang-up: the bridge closed the stream
             self.closed_by_bridge = ws.close_reason or "closed"
@@ -279,11 +288,13 @@ class TwilioCallSimulator:
     def _received(self, message: dict[str, Any]) -> list[str]:
         """Note one message; returns the marks to send back now (those a clear dropped)."""
         event = message.get("event")
-        self.received.append((str(event), self.heard_samples))
         if event == "media":
             pcm = g711.ulaw_decode(base64.b64decode(message["media"]["payload"]))
+            self.received.append(("media", self.heard_samples, len(pcm)))
             self._line.append(_Audio(self.heard_samples + self.carrier_buffer_samples, pcm))
-        elif event == "mark":
+            return []
+        self.received.append((str(event), self.heard_samples, 0))
+        if event == "mark":
             self._line.append(message["mark"]["name"])
         elif event == "clear":
             dropped = sum(len(a.pcm) - a.offset for a in self._line if isinstance(a, _Audio))
