@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -314,3 +315,27 @@ def test_any_bytes_on_the_port_leave_the_server_answering(chunks: list[bytes]) -
             return (await get(ph.url("/twiml")))[0]
 
     assert run(body()) == 200
+
+
+def test_no_task_is_left_after_calls_end() -> None:
+    """A call that hangs up and one whose websocket just drops: the bridge's reader, sender
+    and events tasks and the sessions are all gone once the servers close."""
+
+    async def body() -> list[str]:
+        async with RealtimeServer(scenario=SCENARIO, pacing=FAST, tts="espeak") as server:
+            bridge = TwilioBridge(AGENT, url=server.url(), config=CONFIG)
+            async with PhoneServer(bridge) as ph:
+                async with TwilioCallSimulator(ph.url("/media", scheme="ws")) as call:
+                    await call.say(spoken("Where is my order?"), 8000)
+                    await call.until(lambda: call.agent_samples_heard >= 4000)
+                async with connect(ph.url("/media", scheme="ws")) as ws:  # drops mid-call
+                    start = {"streamSid": "MZ2", "callSid": "CA2", "accountSid": "AC1"}
+                    await ws.send(json.dumps({"event": "start", "start": start}))
+                    await asyncio.sleep(0.3)
+                await asyncio.sleep(0.3)
+                assert [r.ended_by for r in ph.reports] == ["stop", "disconnected"]
+        ours = {asyncio.current_task()}
+        left = [t for t in asyncio.all_tasks() if t not in ours]
+        return [t.get_name() for t in left if t.get_coro().__name__ != "bounded"]  # run()'s
+
+    assert run(body()) == []

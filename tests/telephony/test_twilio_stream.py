@@ -213,7 +213,7 @@ def messages(draw: st.DrawFn) -> str | bytes:
     return json.dumps(body)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(messages(), max_size=12), st.booleans())
 def test_any_sequence_of_messages_never_raises(texts: list[str | bytes], start_first: bool) -> None:
     stream = started() if start_first else TwilioStream()
