@@ -47,6 +47,9 @@ def test_a_part_still_streaming_goes_out_in_whole_chunks_and_its_tail_once_it_en
     out.end("a", 0)
     assert len(out.take(320)) == 180
     assert out.sent_samples == 500
+    out.push("b", 0, ulaw(100), "audio/pcmu", 8000)
+    assert len(out.take(320)) == 0
+    assert len(out.take(320, partial=True)) == 100  # the sender waited long enough for more
 
 
 def test_an_interruption_reports_what_was_acknowledged_and_forgets_what_was_sent() -> None:

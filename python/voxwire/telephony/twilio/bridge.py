@@ -305,9 +305,13 @@ class _Call:
     async def _send_until_closed(self) -> None:
         output, stream, chunk = self.output, self.stream, self.bridge.chunk_samples
         while True:
-            await self.wake.wait()
+            # Less than a chunk held back (its part has not ended): wait a chunk's time for
+            # more, then send it as it is — a part that never ends must not keep its tail.
+            woken = await _woken(
+                self.wake, self.bridge.chunk_ms / 1000 if len(output.ring) else None
+            )
             self.wake.clear()
-            while len(pcm := output.take(chunk)):
+            while len(pcm := output.take(chunk, partial=not woken)):
                 stream.send_audio(g711.ulaw_encode(pcm), output.sent_samples)
                 self.report.chunks_sent += 1
             for message in stream.data_to_send():
@@ -319,6 +323,18 @@ class _Call:
                 await _guarded(self.bridge.on_event(self.call, session, event), "on_event")
         if not self.report.ended_by:
             self.report.ended_by = "session"
+
+
+async def _woken(event: asyncio.Event, timeout_s: float | None) -> bool:
+    """Wait for ``event`` (at most ``timeout_s``); whether it was set."""
+    if timeout_s is None or event.is_set():
+        await event.wait()
+        return True
+    try:
+        await asyncio.wait_for(event.wait(), timeout_s)
+    except asyncio.TimeoutError:
+        return False
+    return True
 
 
 async def _guarded(handler: Awaitable[None], name: str) -> None:
