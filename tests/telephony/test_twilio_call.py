@@ -18,21 +18,27 @@ CHUNK_MS = 40
 TICK = 160
 
 
-@pytest.mark.parametrize("carrier_buffer_ms", [0, 200, 1000])
-def test_a_barge_in_truncates_at_what_the_caller_heard(carrier_buffer_ms: int) -> None:
+@pytest.mark.parametrize(
+    ("carrier_buffer_ms", "chunk_ms", "input_batch_ms"),
+    [(0, CHUNK_MS, 20), (200, CHUNK_MS, 40), (1000, CHUNK_MS, 20), (200, 100, 20)],
+)
+def test_a_barge_in_truncates_at_what_the_caller_heard(
+    carrier_buffer_ms: int, chunk_ms: int, input_batch_ms: int
+) -> None:
     """Virtual pace: the simulator steps the line and waits for the bridge after each step, so
     the round trip takes no line time: within one chunk (and one 20 ms step)."""
-    check_call(run(simulated_call(carrier_buffer_ms, CHUNK_MS)), carrier_buffer_ms, slack=TICK)
+    result = run(simulated_call(carrier_buffer_ms, chunk_ms, input_batch_ms=input_batch_ms))
+    check_call(result, carrier_buffer_ms, chunk_ms, slack=TICK)
 
 
 def test_a_barge_in_at_real_time_pace() -> None:
     """Real time, 200 ms of carrier buffer: the line plays on while marks and the clear travel
     (loopback, a shared machine): within one chunk plus that round trip, allowed 100 ms."""
     result = run(simulated_call(200, CHUNK_MS, realtime=True), timeout_s=120)
-    check_call(result, 200, slack=800)
+    check_call(result, 200, CHUNK_MS, slack=800)
 
 
-def check_call(result: CallResult, carrier_buffer_ms: int, slack: int) -> None:
+def check_call(result: CallResult, carrier_buffer_ms: int, chunk_ms: int, slack: int) -> None:
     seen, call = result.observed, result.call
     assert not seen.errors, seen.errors
     assert seen.tools == ["lookup_order", "lookup_order"]
@@ -47,10 +53,10 @@ def check_call(result: CallResult, carrier_buffer_ms: int, slack: int) -> None:
     assert cut.played_ms is not None
     truncated_at = cut.played_ms * 8
     print(
-        f"buffer {carrier_buffer_ms} ms: heard {sure}..{most} samples, truncated at {truncated_at}"
+        f"buffer {carrier_buffer_ms} ms, chunk {chunk_ms} ms: heard {sure}..{most}: {truncated_at}"
     )
     assert truncated_at <= most  # never ahead of the caller
-    assert sure - truncated_at <= CHUNK_MS * 8 + slack  # within one chunk (and the slack)
+    assert sure - truncated_at <= chunk_ms * 8 + slack  # within one chunk (and the slack)
 
     # One clear, which dropped what the line still had queued (a carrier buffer at least).
     (clear,) = call.clears

@@ -182,7 +182,11 @@ class CallResult:
 
 
 async def simulated_call(
-    carrier_buffer_ms: int, chunk_ms: int = 40, *, realtime: bool = False
+    carrier_buffer_ms: int,
+    chunk_ms: int = 40,
+    *,
+    realtime: bool = False,
+    input_batch_ms: int = 20,
 ) -> CallResult:
     """Caller: a question (the agent calls the tool and answers at length), then, 1.5 s into
     the answer as heard, a second question over it (barge-in); the short second answer is heard
@@ -200,6 +204,7 @@ async def simulated_call(
             url=tap.url(server.url()),
             config=CONFIG,
             chunk_ms=chunk_ms,
+            input_batch_ms=input_batch_ms,
             on_event=observed.on_event,
             session_options={"raw_server_events": True},
         )
