@@ -16,8 +16,8 @@ step "cargo test"
 cargo test --workspace --release
 
 step "ruff"
-ruff check python tests benches
-ruff format --check python tests benches
+ruff check python tests benches examples
+ruff format --check python tests benches examples
 
 step "mypy --strict"
 mypy --strict python/voxwire

@@ -58,6 +58,10 @@ def test_demo_json_tool_handoff_and_an_exact_barge_in(tmp_path: Path) -> None:
     (tool,) = [e for e in events if e["type"] == "tool_end"]
     assert tool["name"] == "lookup_order"
     assert '"status":"shipped on Monday"' in tool["output"]
+    (cut_reply,) = [e for e in events if "not_heard" in e]
+    assert cut_reply["type"] == "assistant_transcript_done"
+    assert cut_reply["transcript"] == f"{cut_reply['heard']} {cut_reply['not_heard']}"
+    assert cut_reply["heard"].startswith("Billing desk here.")
     (handoff,) = [e for e in events if e["type"] == "handoff"]
     assert (handoff["from_agent"], handoff["to_agent"]) == ("Concierge", "Billing")
     assert kinds.index("tool_end") < kinds.index("handoff") < kinds.index("audio_interrupted")
@@ -96,6 +100,10 @@ def test_demo_prints_a_readable_transcript(tmp_path: Path) -> None:
     assert "tool      lookup_order(" in text
     assert "handoff   Concierge -> Billing" in text
     assert 'agent:Billing "Billing desk here.' in text
+    # The cut reply: what was heard, then what was not (marked); no temporary file names.
+    (cut_reply,) = [line for line in text.splitlines() if "[not heard: " in line]
+    assert 'agent:Billing "Billing desk here.' in cut_reply
+    assert "user-1.wav" not in text
     (match,) = CUT_LINE.findall(text)
     _, audio_end_ms, heard, first, cut = match
     assert int(heard) == int(cut) - int(first)

@@ -1,5 +1,11 @@
 """Imports point down only, and files stay small (docs/architecture.md): checked by parsing
-every source file of python/voxwire. The rules have no exceptions and no allow-list."""
+every source file of python/voxwire. The rules have no exceptions and no allow-list:
+
+* each layer (a folder or a top-level module) imports only what its rule allows;
+* inside ``asyncio/``, each sub-package ("room") imports only the rooms below it, and none
+  imports the session's face (the modules directly in ``asyncio/``);
+* no import cycle anywhere in the package, imports under ``TYPE_CHECKING`` and inside
+  functions included."""
 
 from __future__ import annotations
 
@@ -63,7 +69,8 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.logs",
             "voxwire.store",
         },
-        # opentelemetry: optional client spans (asyncio/tracing.py imports it when installed).
+        # opentelemetry: optional client spans (asyncio/observability/tracing.py imports it when
+        # installed).
         "third_party": {"websockets", "numpy", "msgspec", "opentelemetry"},
         "no_stdlib": set(),
     },
@@ -86,7 +93,16 @@ RULES: dict[str, dict[str, set[str]]] = {
         },
         # faster_whisper, hibari: the optional transcription and voice engines (server extras,
         # imported when used).
-        "third_party": {"websockets", "msgspec", "numpy", "webrtcvad", "faster_whisper", "hibari"},
+        # h11: the SIP emulation's REST endpoints and webhook (server/sip.py, telephony extra).
+        "third_party": {
+            "websockets",
+            "msgspec",
+            "numpy",
+            "webrtcvad",
+            "faster_whisper",
+            "hibari",
+            "h11",
+        },
         "no_stdlib": set(),
     },
     # The server's pure core: no engine, no pump, no I/O (ids may draw from a seeded random).
@@ -108,16 +124,23 @@ RULES: dict[str, dict[str, set[str]]] = {
         "third_party": {"msgspec", "numpy", "webrtcvad", "faster_whisper", "hibari"},
         "no_stdlib": set(),
     },
-    # Telephony: phone calls on top of the client session (docs/telephony.md), by its public
-    # names; each carrier is a sub-package that answers to this rule and its own.
+    # Phone calls (SIP call control, webhooks, DTMF): above the session, like an application.
+    # httpx: the REST client of the telephony extra (imported by telephony/sip.py only).
+    # websockets, msgspec, numpy, audio: the Twilio Media Streams bridge (telephony/twilio).
     "telephony": {
-        "voxwire": {"voxwire.telephony", "voxwire.agents", "voxwire.audio", "voxwire.exceptions"},
-        "voxwire_exact": {"voxwire.asyncio", "voxwire.asyncio.events"},
-        "third_party": {"websockets", "msgspec", "numpy"},
+        "voxwire": {
+            "voxwire.telephony",
+            "voxwire.asyncio",
+            "voxwire.agents",
+            "voxwire.protocol",
+            "voxwire.audio",
+            "voxwire.exceptions",
+        },
+        "third_party": {"httpx", "websockets", "msgspec", "numpy"},
         "no_stdlib": set(),
     },
-    # The Twilio Media Streams bridge: the session by its public names, the audio core's remote
-    # output, websockets (the webhook + media stream server, the simulator's client).
+    # The Twilio Media Streams bridge: the session by its public names only, the audio core's
+    # remote output, websockets (the webhook + media stream server, the simulator's client).
     "telephony/twilio": {
         "voxwire": {
             "voxwire.telephony.twilio",
@@ -225,6 +248,20 @@ RULES: dict[str, dict[str, set[str]]] = {
     },
 }
 
+# asyncio/ by concern: each room may import the rooms listed (and the two foundations every
+# part uses, errors.py and supervisor.py); the face (session.py, reading.py, sending.py,
+# options.py, hosts.py, dispatch.py, images.py) may import every room, and no room imports it.
+ASYNCIO = PACKAGE / "asyncio"
+ASYNCIO_FOUNDATIONS = {"errors": set(), "supervisor": {"errors"}}
+ASYNCIO_ROOMS: dict[str, set[str]] = {
+    "observability": set(),
+    "events": {"observability"},
+    "connection": {"events"},
+    "audio": {"events", "observability"},
+    "agents": {"events", "observability"},
+    "persistence": {"events", "agents"},
+}
+
 MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 60
 
@@ -310,6 +347,139 @@ def test_the_checker_catches_io_in_the_server_core(
     )
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
     assert len(violations("server/core")) == 5
+
+
+def room_violations(asyncio_dir: Path) -> list[str]:
+    """Imports of a room (or a foundation) of asyncio/ that reach above it."""
+    allowed_by = {**ASYNCIO_ROOMS, **ASYNCIO_FOUNDATIONS}
+    bad = []
+    for path in sorted(asyncio_dir.rglob("*.py")):
+        parts = path.relative_to(asyncio_dir).with_suffix("").parts
+        room = parts[0]
+        if room not in allowed_by:
+            continue  # the face and the package's __init__: may import everything
+        allowed = {room} | allowed_by[room]
+        if room in ASYNCIO_ROOMS:
+            allowed |= set(ASYNCIO_FOUNDATIONS)
+        for lineno, name in imports_of(path):
+            if name.startswith("voxwire.asyncio"):
+                target = _asyncio_target(name)
+                if target not in allowed:
+                    where = path.relative_to(asyncio_dir.parent.parent)
+                    bad.append(f"{where}:{lineno} imports {name} ({room} may not import {target})")
+    return bad
+
+
+def _asyncio_target(name: str) -> str:
+    """The room, foundation or face module a ``voxwire.asyncio...`` import lands in."""
+    parts = name.split(".")[2:]
+    return parts[0] if parts else "__init__"
+
+
+def test_asyncio_rooms_import_only_rooms_below() -> None:
+    assert room_violations(ASYNCIO) == []
+
+
+def test_the_room_checker_catches_a_part_importing_the_face(tmp_path: Path) -> None:
+    rooms = tmp_path / "voxwire" / "asyncio"
+    (rooms / "events").mkdir(parents=True)
+    (rooms / "events" / "bad.py").write_text(
+        "from voxwire.asyncio.session import RealtimeSession\n"
+        "from voxwire.asyncio.connection.pump import Pump\n"
+        "from voxwire.asyncio.observability.metrics import Metrics\n"
+    )
+    assert len(room_violations(rooms)) == 2
+
+
+def module_graph(package: Path) -> dict[str, set[str]]:
+    """Every module of ``package`` and the package modules it imports, by dotted name; ``from
+    pkg import name`` counts as importing the submodule ``pkg.name`` when there is one."""
+    modules: dict[str, Path] = {}
+    for path in package.rglob("*.py*"):
+        if path.suffix not in (".py", ".pyi"):
+            continue
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def owner(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    found.add(sub if sub in modules else owner(node.module) or "")
+            elif isinstance(node, ast.Import):
+                found |= {owner(alias.name) or "" for alias in node.names}
+        graph[name] = {m for m in found if m and m != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``graph``: its strongly connected components of two or more
+    modules (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            child = next(edges, None)
+            if child is not None and child in graph:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            if child is not None:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(module_graph(PACKAGE)) == []
+
+
+def test_the_cycle_checker_catches_a_type_only_cycle(tmp_path: Path) -> None:
+    fake = tmp_path / "voxwire"
+    (fake / "agents").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "agents" / "__init__.py").write_text("")
+    (fake / "agents" / "a.py").write_text("from voxwire.agents.b import B\n")
+    (fake / "agents" / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from voxwire.agents import a\n"
+    )
+    (fake / "agents" / "c.py").write_text("from voxwire.agents.a import A\n")
+    assert cycles(module_graph(fake)) == [["voxwire.agents.a", "voxwire.agents.b"]]
 
 
 def oversized(package: Path) -> list[str]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from voxwire.bench import stream_resampler
 from voxwire.telephony.twilio.command import add_phone_parser
 
 if TYPE_CHECKING:
-    from voxwire.server import ChatCompletionsResponder
+    from voxwire.server import ChatCompletionsResponder, Scenario
 
 
 def _info(_: argparse.Namespace) -> int:
@@ -23,14 +24,21 @@ def _info(_: argparse.Namespace) -> int:
     print(f"voxwire {__version__}")
     print(f"resampler kernel: {resampler_kernel()}")
     rng = np.random.default_rng(0)
-    print("self-check, 1 s of audio in 20 ms chunks:")
+    print("self-check, 1 s of audio in 20 ms chunks (best of 3, after a warm-up):")
     print(f"  {'conversion':<16}{'preset':<7}{'delay ms':>9}{'us/chunk':>10}{'x realtime':>12}")
     for in_hz, out_hz in ((48000, 24000), (24000, 48000), (16000, 24000), (8000, 24000)):
         signal = (rng.standard_normal(in_hz) * 3000).astype(np.int16)
         chunk = in_hz // 50
         for quality in ("fast", "hq"):
-            r = Resampler(in_hz, out_hz, quality)
-            produced, elapsed = stream_resampler(r.process, signal, chunk)
+            # A warm-up stream first (page faults, caches, the CPU's clock ramping up): without
+            # it the first preset timed pays for them. Then the best of three.
+            stream_resampler(Resampler(in_hz, out_hz, quality).process, signal, chunk)
+            timings = []
+            for _round in range(3):
+                r = Resampler(in_hz, out_hz, quality)
+                produced, elapsed = stream_resampler(r.process, signal, chunk)
+                timings.append(elapsed)
+            elapsed = min(timings)
             if produced != out_hz:
                 print(f"  {in_hz}->{out_hz}: produced {produced} samples, expected {out_hz}")
                 return 1
@@ -63,13 +71,12 @@ def _serve(args: argparse.Namespace) -> int:
     """Run the local realtime server until interrupted (Ctrl-C)."""
     # Imported here: the other subcommands must not need the server's dependencies.
     import asyncio
-    import contextlib
     import signal
 
-    from voxwire.server import Pacing, RealtimeServer, Scenario, faults_from_file
+    from voxwire.server import Pacing, RealtimeServer, faults_from_file
 
-    scenario = Scenario.from_file(args.scenario) if args.scenario else None
     try:
+        scenario = _scenario(args.scenario)
         token = _secret_from_env(args.token_env)
         chat = _chat_responder(args, scenario)
     except _UsageError as exc:
@@ -110,10 +117,56 @@ def _serve(args: argparse.Namespace) -> int:
             )
             await stop.wait()
 
+    return _run_server(args, run)
+
+
+def _run_server(args: argparse.Namespace, run: Callable[[], Coroutine[Any, Any, None]]) -> int:
+    """Run the server's coroutine; a busy port is exit status 2 with what to do."""
+    import asyncio
+    import contextlib
+
     # A Ctrl-C before the handlers are in place (interpreter start) ends it quietly too.
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run())
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(run())
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        print(
+            f"voxwire: {args.host} port {args.port} is already in use (another voxwire serve?): "
+            "choose another with --port N, or --port 0 for a free one (the server prints it)",
+            file=sys.stderr,
+        )
+        return 2
     return 0
+
+
+#: Scenarios ``voxwire serve --scenario NAME`` knows by name (a path to a JSON file otherwise).
+BUILT_IN_SCENARIOS = ("demo", "quickstart")
+
+
+def _scenario(value: str | None) -> Scenario | None:
+    """``--scenario``: a built-in scenario's name, or a JSON file (``None``: the default)."""
+    from pathlib import Path
+
+    from voxwire.server import Scenario
+
+    if value is None:
+        return None
+    if value in BUILT_IN_SCENARIOS and not Path(value).exists():
+        if value == "demo":
+            from voxwire.demo.script import SCENARIO
+
+            return SCENARIO
+        from voxwire.quickstart import REPLY
+
+        return Scenario.from_mapping({"rules": [], "fallback": REPLY})
+    if not Path(value).is_file():
+        raise _UsageError(
+            f"--scenario {value}: no such file, and not a built-in scenario "
+            f"({', '.join(BUILT_IN_SCENARIOS)})"
+        )
+    return Scenario.from_file(value)
 
 
 class _UsageError(Exception):
@@ -193,7 +246,8 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dm.add_argument(
         "--url",
         help="run the same conversation against this Realtime endpoint (ws://... or wss://...) "
-        "instead of a local server; OPENAI_API_KEY is used if set",
+        "instead of a local server; OPENAI_API_KEY is used if set (the demo's answers from a "
+        "separate server: voxwire serve --scenario demo)",
     )
     dm.add_argument(
         "--realtime",
@@ -205,10 +259,24 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    sv = sub.add_parser("serve", help="run the local realtime server (docs/server.md)")
+    sv = sub.add_parser(
+        "serve",
+        help="run the local realtime server (docs/server.md)",
+        description="Runs the local realtime server (the OpenAI Realtime GA protocol over "
+        "WebSocket) on loopback until Ctrl-C: answers from scenario rules or a chat-completions "
+        "endpoint, spoken with espeak-ng or hibari. Clients connect to "
+        "ws://HOST:PORT/v1/realtime (docs/server.md).",
+    )
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
-    sv.add_argument("--port", type=int, default=8765)
-    sv.add_argument("--scenario", help="scenario JSON file for the rules responder")
+    sv.add_argument(
+        "--port", type=_port, default=8765, help="port to listen on (0: a free one; default 8765)"
+    )
+    sv.add_argument(
+        "--scenario",
+        metavar="FILE|NAME",
+        help="the rules responder's scenario: a JSON file, or a built-in one by name: 'demo' "
+        "(the answers of voxwire demo, for voxwire demo --url) or 'quickstart'",
+    )
     sv.add_argument(
         "--token-env",
         metavar="VAR",
@@ -222,7 +290,7 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the voice: hibari (the 'hibari' extra), espeak-ng (the 'server' extra), or auto: "
         "espeak-ng when installed, else hibari (default)",
     )
-    sv.add_argument("--pace", type=float, default=4.0, help="audio speed, x real time (0: max)")
+    sv.add_argument("--pace", type=_pace, default=4.0, help="audio speed, x real time (0: max)")
     sv.add_argument("--text-rate", type=float, default=100.0, help="text deltas per s (0: max)")
     limit = sv.add_mutually_exclusive_group()
     limit.add_argument(
@@ -233,6 +301,55 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=float,
         help="session lifetime in seconds, e.g. 2 to exercise a client's renewal",
     )
+    _add_chat_options(sv)
+    sv.add_argument(
+        "--faults",
+        metavar="FILE",
+        help="JSON list of faults armed on every connection, for testing clients "
+        "(docs/server.md, fault injection)",
+    )
+    sv.set_defaults(func=_serve)
+
+
+def _add_talk(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    tk = sub.add_parser(
+        "talk",
+        help="talk with an agent through the microphone and speaker (Ctrl-C ends)",
+        description="Talks with an agent through the microphone and speaker, printing the "
+        "transcript as it goes; Ctrl-C ends. Needs PortAudio (voxwire[devices]); "
+        "OPENAI_API_KEY for the hosted service, or --url for another endpoint.",
+    )
+    tk.add_argument(
+        "--url",
+        help="a Realtime endpoint (ws://... or wss://..., e.g. a `voxwire serve`) instead of the "
+        "hosted service",
+    )
+    tk.add_argument("--input", metavar="DEV", help="microphone: index, name or part of a name")
+    tk.add_argument("--output", metavar="DEV", help="speaker: index, name or part of a name")
+    tk.add_argument("--json", action="store_true", help="print the events as JSON lines")
+    tk.set_defaults(func=_talk)
+
+
+def _add_quickstart(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    qs = sub.add_parser(
+        "quickstart",
+        help="one offline spoken turn against the local server",
+        description="Starts the local realtime server in-process, streams a spoken question "
+        "(synthesised, or --wav) to it in 20 ms chunks, prints the turn's events as they happen "
+        "and writes the spoken reply to --out.",
+    )
+    qs.add_argument("--out", default="quickstart-reply.wav", help="where to write the reply")
+    qs.add_argument("--pace", type=_pace, default=4.0, help="audio speed, x real time (0: max)")
+    qs.add_argument("--wav", help="the user's question as a 16-bit WAV (default: synthesised)")
+    qs.add_argument(
+        "--url",
+        help="talk to this Realtime endpoint (ws://... or wss://...) instead of a local server "
+        "started in-process; OPENAI_API_KEY is used if set",
+    )
+    qs.set_defaults(func=_quickstart)
+
+
+def _add_chat_options(sv: argparse.ArgumentParser) -> None:
     sv.add_argument(
         "--chat-url",
         metavar="URL",
@@ -245,22 +362,31 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="VAR",
         help="send 'Authorization: Bearer <key>' to the chat endpoint, the key read from VAR",
     )
-    sv.add_argument(
-        "--faults",
-        metavar="FILE",
-        help="JSON list of faults armed on every connection, for testing clients "
-        "(docs/server.md, fault injection)",
-    )
-    sv.set_defaults(func=_serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="voxwire", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="voxwire",
+        description="Realtime voice agents on the OpenAI Realtime protocol. Start with "
+        "`voxwire demo` (offline); `voxwire COMMAND --help` says what each command does.",
+    )
     p.add_argument("--version", action="version", version=f"voxwire {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    info = sub.add_parser("info", help="show the build and self-check the audio core")
+    info = sub.add_parser(
+        "info",
+        help="show the build and self-check the audio core",
+        description="Prints the version and the resampler kernel in use, and streams 1 s of "
+        "noise through the resampler at common rates (after a warm-up), checking the sample "
+        "count and timing it. Exit status 1 if a check fails.",
+    )
     info.set_defaults(func=_info)
-    rs = sub.add_parser("resample", help="resample a 16-bit WAV file to another rate (mono)")
+    rs = sub.add_parser(
+        "resample",
+        help="resample a 16-bit WAV file to another rate (mono)",
+        description="Reads a 16-bit PCM WAV file (any rate, any channels), mixes it down to mono "
+        "and resamples it with the Rust core to --rate, aligned in time with the input (the "
+        "filter delay removed unless --keep-delay).",
+    )
     rs.add_argument("input")
     rs.add_argument("output")
     rs.add_argument("--rate", type=int, required=True, help="output rate in Hz")
@@ -268,42 +394,65 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--keep-delay", action="store_true", help="keep the filter delay at the start")
     rs.set_defaults(func=_resample)
     _add_demo(sub)
-    tk = sub.add_parser(
-        "talk",
-        help="talk with an agent through the microphone and speaker (Ctrl-C ends)",
-        description="Needs PortAudio (voxwire[devices]); OPENAI_API_KEY for the hosted service.",
+    _add_talk(sub)
+    bn = sub.add_parser(
+        "bench",
+        help="a quick table of the audio path's costs (a few seconds)",
+        description="Times the audio path on this machine per 20 ms chunk (median over rounds): "
+        "the resampler (against python-soxr when installed), the ring, a delta to playable "
+        "audio, G.711. A first look; the figures of record come from benches/.",
     )
-    tk.add_argument(
-        "--url",
-        help="a Realtime endpoint (ws://... or wss://..., e.g. a `voxwire serve`) instead of the "
-        "hosted service",
+    bn.add_argument(
+        "--rounds", type=_positive, default=15, help="timed rounds per figure (median; >= 1)"
     )
-    tk.add_argument("--input", metavar="DEV", help="microphone: index, name or part of a name")
-    tk.add_argument("--output", metavar="DEV", help="speaker: index, name or part of a name")
-    tk.add_argument("--json", action="store_true", help="print the events as JSON lines")
-    tk.set_defaults(func=_talk)
-    bn = sub.add_parser("bench", help="a quick table of the audio path's costs (a few seconds)")
-    bn.add_argument("--rounds", type=int, default=15, help="timed rounds per figure (median)")
     bn.set_defaults(func=_bench)
     _add_serve(sub)
     add_phone_parser(sub)
-    qs = sub.add_parser("quickstart", help="one offline spoken turn against the local server")
-    qs.add_argument("--out", default="quickstart-reply.wav", help="where to write the reply")
-    qs.add_argument("--pace", type=float, default=4.0, help="audio speed, x real time")
-    qs.add_argument("--wav", help="the user's question as a 16-bit WAV (default: synthesised)")
-    qs.add_argument(
-        "--url",
-        help="talk to this Realtime endpoint (ws://... or wss://...) instead of a local server "
-        "started in-process; OPENAI_API_KEY is used if set",
-    )
-    qs.set_defaults(func=_quickstart)
+    _add_quickstart(sub)
     return p
+
+
+def _port(text: str) -> int:
+    """``--port``: 0 (a free port) to 65535."""
+    port = _integer(text)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a port: expected 0..65535 (0: a free one)")
+    return port
+
+
+def _positive(text: str) -> int:
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: expected a whole number >= 1")
+    return value
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def _pace(text: str) -> float:
+    """``--pace``: x real time, 0 for as fast as possible."""
+    try:
+        pace = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not pace >= 0 or pace == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text}: expected a speed >= 0 (0: as fast as possible)")
+    return pace
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
+    except KeyboardInterrupt:
+        # Ctrl-C: one line, and the shell's status for SIGINT (128 + 2), not a traceback.
+        print(f"voxwire {args.command}: interrupted", file=sys.stderr)
+        return 130
     except (ValueError, TypeError, OSError) as e:
         print(f"voxwire: {e}", file=sys.stderr)
         return 2

@@ -23,10 +23,10 @@ import msgspec
 
 from voxwire.agents import RealtimeAgent
 from voxwire.asyncio import events as ev
-from voxwire.asyncio.metrics import InterruptionMetrics, Metrics, TranscriptionMetrics
-from voxwire.asyncio.speech import SpeechHandle
+from voxwire.asyncio.events.speech import SpeechHandle
+from voxwire.asyncio.observability.metrics import InterruptionMetrics, Metrics, TranscriptionMetrics
 
-__all__ = ["Console", "plain"]
+__all__ = ["Console", "plain", "split_heard"]
 
 # Events a readable transcript leaves out (they repeat what other lines say, or are internal).
 _QUIET: frozenset[str] = frozenset(
@@ -69,6 +69,30 @@ def plain(value: Any) -> Any:
     return value
 
 
+def split_heard(text: str, heard_ms: int, received_ms: int) -> tuple[str, str]:
+    """``text`` split where the listener stopped hearing it: at the word boundary nearest the
+    heard share of the audio received (``heard_ms / received_ms`` of its characters).
+
+    An approximation: it takes the transcript received to span the audio received at an even
+    speaking rate. The cut itself (``audio_end_ms``) is exact; which word it fell in is not.
+    """
+    if received_ms <= 0 or heard_ms <= 0:
+        return "", text.strip()
+    if heard_ms >= received_ms:
+        return text.strip(), ""
+    target = round(len(text) * heard_ms / received_ms)
+    spaces = [i for i, ch in enumerate(text) if ch.isspace()]
+    at = min(spaces, key=lambda i: abs(i - target), default=len(text))
+    return text[:at].strip(), text[at:].strip()
+
+
+def _remember(table: dict[str, Any], key: str, value: Any) -> None:
+    """``table[key] = value``, keeping the latest 16 keys (a long session forgets old items)."""
+    table[key] = value
+    while len(table) > 16:
+        del table[next(iter(table))]
+
+
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.0f} ms"
 
@@ -94,6 +118,8 @@ class Console:
         self.out = out if out is not None else sys.stdout
         self.agent_name = ""
         """The agent speaking now (follows handoffs), for the agent's lines."""
+        self._cuts: dict[str, tuple[int, int]] = {}  # item -> (heard ms, received ms)
+        self._said: dict[str, str] = {}  # item -> its transcript (the latest few)
 
     # -- output ------------------------------------------------------------------------------
 
@@ -114,11 +140,15 @@ class Console:
             self.agent_name = event.to_agent.name
         elif isinstance(event, ev.AgentStartEvent) and not self.agent_name:
             self.agent_name = event.agent.name
+        heard = self._follow_cuts(event)
         if self.json:
             if event.type != "history_updated":  # the whole history each time: use history_added
-                self._json(plain(event) | ({"check": plain(fields)} if fields else {}))
+                record = plain(event) | ({"check": plain(fields)} if fields else {})
+                if heard is not None:
+                    record |= {"heard": heard[0], "not_heard": heard[1]}
+                self._json(record)
             return
-        text = self._describe(event)
+        text = self._describe(event, heard)
         if text is not None:
             kind, line = text
             self._line(kind, line + (f"  {extra}" if extra else ""))
@@ -132,7 +162,9 @@ class Console:
 
     # -- one line per event ---------------------------------------------------------------------
 
-    def _describe(self, event: ev.SessionEvent) -> tuple[str, str] | None:
+    def _describe(
+        self, event: ev.SessionEvent, heard: tuple[str, str] | None = None
+    ) -> tuple[str, str] | None:
         if event.type in _QUIET:
             return None
         if isinstance(event, ev.AgentStateChangedEvent):
@@ -144,7 +176,9 @@ class Console:
             return ("user", f'"{event.transcript}"') if event.is_final else None
         if isinstance(event, ev.AssistantTranscriptDoneEvent):
             who = f"agent:{self.agent_name}" if self.agent_name else "agent"
-            return who, f'"{event.transcript}"'
+            if heard is None:
+                return who, f'"{event.transcript}"'
+            return who, f'"{heard[0]}"' + (f'  [not heard: "{heard[1]}"]' if heard[1] else "")
         if isinstance(event, ev.ToolStartEvent):
             return "tool", f"{event.name}({event.arguments}) called by {event.agent.name}"
         if isinstance(event, ev.ToolEndEvent):
@@ -161,7 +195,7 @@ class Console:
         if isinstance(event, ev.ResponseDoneEvent):
             return self._response_done(event)
         if isinstance(event, ev.MetricsCollectedEvent):
-            return "metrics", self._metrics(event.metrics)
+            return "metrics", self._metrics(event.metrics) + self._heard_of(event.metrics)
         if isinstance(event, ev.ErrorEvent):
             return "error", f"({event.source}) {event.message}"
         if isinstance(event, ev.CloseEvent):
@@ -171,6 +205,31 @@ class Console:
         if isinstance(event, ev.ReconnectedEvent):
             return "reconnect", f"reconnected, {event.items_restored} item(s) restored"
         return None
+
+    def _follow_cuts(self, event: ev.SessionEvent) -> tuple[str, str] | None:
+        """Note cuts (heard and received ms per item) and the agent's transcripts; for the
+        transcript of a cut item, ``(heard, not heard)``."""
+        if isinstance(event, ev.MetricsCollectedEvent) and isinstance(
+            event.metrics, InterruptionMetrics
+        ):
+            cut = event.metrics
+            _remember(self._cuts, cut.item_id, (cut.played_ms or 0, cut.received_ms))
+        elif isinstance(event, ev.AssistantTranscriptDoneEvent):
+            _remember(self._said, event.item_id, event.transcript)
+            cut_at = self._cuts.get(event.item_id)
+            if cut_at is not None:
+                return split_heard(event.transcript, *cut_at)
+        return None
+
+    def _heard_of(self, metrics: Metrics) -> str:
+        """After a cut's metrics: what was heard of a transcript already printed in full."""
+        if not isinstance(metrics, InterruptionMetrics):
+            return ""
+        said = self._said.get(metrics.item_id)
+        if said is None:
+            return ""
+        heard = split_heard(said, metrics.played_ms or 0, metrics.received_ms)[0]
+        return f'; heard about: "{heard}"'
 
     @staticmethod
     def _cut(event: ev.AudioInterruptedEvent) -> str:

@@ -9,6 +9,8 @@
      │    └── SessionClosed      the session is closed (or closed while the call waited)
      ├── ConnectionFailed        a connection could not be opened (also a ConnectionError)
      ├── AudioDeviceError        no such audio device, or sounddevice / PortAudio not installed
+     ├── WebhookError            a webhook that is forged, stale or malformed (also a ValueError)
+     ├── CallControlError        a SIP call could not be accepted, rejected, referred or hung up
      └── StoreError              a conversation store cannot do what was asked
           ├── StoreVersionError  a store or snapshot written by a newer voxwire
           ├── ConversationNotFound   no conversation with that id (also a LookupError)
@@ -72,3 +74,24 @@ class AudioDeviceError(VoxwireError):
     """An audio device cannot be used: sounddevice or the PortAudio library is not installed, no
     device matches the name or index given (the message lists those available), or the device
     refused the stream parameters."""
+
+
+class WebhookError(VoxwireError, ValueError):
+    """A webhook request is refused: a header is missing, the signature does not match the
+    secret, the timestamp is outside the tolerance window, or the payload is not an event.
+    ``reason`` says which (``missing_header``, ``bad_timestamp``, ``stale``, ``bad_signature``,
+    ``malformed``); the message says what to check. Answer such a request with HTTP 400."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class CallControlError(VoxwireError):
+    """A SIP call-control request (accept, reject, refer, hangup) failed: ``status`` is the HTTP
+    status (``None``: no answer), ``code`` the service's error code; the message says why."""
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code

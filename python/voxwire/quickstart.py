@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -36,13 +36,25 @@ from voxwire.asyncio.events import (
     UserStateChangedEvent,
 )
 from voxwire.audio import Resampler, read_wav, write_wav
-from voxwire.server import Pacing, RealtimeServer, Scenario
+from voxwire.server import NoVoiceError, Pacing, RealtimeServer, Scenario
 
 USER_TEXT = "Hello there. Can you hear me?"
 REPLY = (
     "Hello! I am the local voxwire server. I heard you, and I am answering with no network at all."
 )
 RATE_HZ = 24000
+#: What to do when no voice can speak the user's words (``voxwire quickstart`` and ``demo``; the
+#: server's --no-audio does not help them: their input is speech).
+USER_VOICE_HINT: Final = (
+    "the user's lines are spoken with a local voice, and none is installed: "
+    "pip install 'voxwire[server]' (espeak-ng) or 'voxwire[hibari]'"
+)
+#: The same for the in-process server's answers (``--url`` uses another endpoint's voice).
+SERVER_VOICE_HINT: Final = (
+    "the local server answers with a local voice, and none is installed: "
+    "pip install 'voxwire[server]' (espeak-ng) or 'voxwire[hibari]', or talk to another "
+    "endpoint with --url"
+)
 CHUNK_SAMPLES = RATE_HZ // 50
 
 
@@ -76,10 +88,17 @@ def user_utterance(wav: Path | None = None) -> npt.NDArray[np.int16]:
         pcm = to_session_rate(audio.pcm, audio.rate_hz)
     else:
         # Imported here: with --wav and --url the server's voice is not needed at all.
-        from voxwire.server.engines.tts import EspeakEngine
+        from voxwire.server.engines.tts import Voice
 
-        speech = EspeakEngine.shared().synthesize(USER_TEXT, "alloy")
-        pcm = to_session_rate(speech.pcm, speech.rate_hz)
+        try:
+            voice = Voice.load("auto")
+        except NoVoiceError as exc:
+            raise NoVoiceError(USER_VOICE_HINT, exc.reason) from None
+        try:
+            spoken = voice.speak_blocking(USER_TEXT, "alloy", 1.0, "audio/pcm")
+        finally:
+            voice.close()
+        pcm = np.frombuffer(spoken.audio, dtype="<i2").astype(np.int16)
     silence_before = np.zeros(RATE_HZ // 2, np.int16)
     silence_after = np.zeros(RATE_HZ, np.int16)
     return np.concatenate([silence_before, pcm, silence_after])
@@ -92,8 +111,16 @@ async def endpoint(url: str | None, scenario: Scenario, pacing: Pacing) -> Async
     if url is not None:
         yield url
         return
-    async with RealtimeServer(scenario=scenario, pacing=pacing) as server:
+    server = RealtimeServer(scenario=scenario, pacing=pacing)
+    try:
+        try:
+            await server.start()
+        except NoVoiceError as exc:
+            # The server's own advice (--no-audio) does not fit here: these turns are spoken.
+            raise NoVoiceError(SERVER_VOICE_HINT, exc.reason) from None
         yield server.url("gpt-realtime")
+    finally:
+        await server.close()
 
 
 # A pause between the user's words must not end the turn early.
@@ -133,17 +160,33 @@ async def run_turn(
 
             async def speak() -> None:
                 note(f"streaming {len(audio) / RATE_HZ:.2f} s of user speech in 20 ms chunks")
+                # pace 0: as fast as possible (as the server's Pacing), yielding between chunks.
+                period_s = 0.02 / pace if pace > 0 else 0.0
                 for i in range(0, len(audio), CHUNK_SAMPLES):
                     await session.send_audio(audio[i : i + CHUNK_SAMPLES])
-                    await asyncio.sleep(0.02 / pace)
+                    await asyncio.sleep(period_s)
 
-            speaker = asyncio.create_task(speak())
-            try:
-                await _follow(session, note, result)
-            finally:
-                speaker.cancel()
-                await asyncio.gather(speaker, return_exceptions=True)
+            await together(speak(), _follow(session, note, result))
     return result
+
+
+async def together(speak: Coroutine[Any, Any, None], follow: Coroutine[Any, Any, None]) -> None:
+    """Stream the user's speech while following the turn, until the turn is followed to its
+    end. A failure of the speaking side is raised here, not left in its task (where the turn
+    would wait for speech that never comes)."""
+    speaker = asyncio.create_task(speak)
+    follower = asyncio.create_task(follow)
+    try:
+        done, _ = await asyncio.wait({speaker, follower}, return_when=asyncio.FIRST_COMPLETED)
+        if speaker in done:
+            speaker.result()  # raises what the speaking side failed with
+            await follower
+        else:
+            follower.result()
+    finally:
+        for task in (speaker, follower):
+            task.cancel()
+        await asyncio.gather(speaker, follower, return_exceptions=True)
 
 
 async def _follow(

@@ -42,8 +42,8 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from voxwire.asyncio.connection.transport import ConnectRequest, TransportClosed
 from voxwire.asyncio.errors import ConnectionFailed
-from voxwire.asyncio.transport import ConnectRequest, TransportClosed
 from voxwire.protocol.codec import encode_event
 from voxwire.protocol.server_events import ServerEvent
 from voxwire.telephony.twilio.simulator import LineClear, TwilioCallSimulator

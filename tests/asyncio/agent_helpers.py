@@ -13,7 +13,7 @@ from tests.asyncio.helpers import FAST, MANUAL, SCENARIO, all_done, serving, unt
 from voxwire.agents import FunctionTool, RealtimeAgent, function_tool
 from voxwire.asyncio import RealtimeSession, SessionEvent
 from voxwire.asyncio.events import ErrorEvent, ResponseDoneEvent, ToolEndEvent
-from voxwire.asyncio.history import HistoryMessage
+from voxwire.asyncio.events.history import HistoryMessage
 from voxwire.protocol.config import FunctionTool as FunctionToolDeclaration
 from voxwire.protocol.config import SessionConfig
 from voxwire.server import Pacing, Scenario

@@ -13,7 +13,7 @@ import pydantic
 from openai.types.realtime import RealtimeClientEvent
 
 from voxwire.asyncio import ConnectRequest, RealtimeSession, Transport, connect_websocket
-from voxwire.asyncio.history import HistoryMessage
+from voxwire.asyncio.events.history import HistoryMessage
 from voxwire.server import RealtimeServer
 
 from ..server.helpers import _extras

@@ -5,7 +5,7 @@ audio dropped unplayed; plus the collector's totals for them."""
 from __future__ import annotations
 
 from voxwire.asyncio.events import AudioEndEvent, MetricsCollectedEvent, SessionEvent
-from voxwire.asyncio.metrics import (
+from voxwire.asyncio.observability.metrics import (
     InterruptionMetrics,
     MetricsCollector,
     ResponseMetrics,

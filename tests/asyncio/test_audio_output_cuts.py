@@ -20,7 +20,7 @@ from voxwire.asyncio.events import (
     RawServerEvent,
     SessionEvent,
 )
-from voxwire.asyncio.metrics import InterruptionMetrics
+from voxwire.asyncio.observability.metrics import InterruptionMetrics
 from voxwire.audio import MemoryOutput
 from voxwire.protocol.server_events import ConversationItemDeleted, ConversationItemTruncated
 

@@ -25,7 +25,7 @@ from voxwire.asyncio.events import (
     ErrorEvent,
     RawServerEvent,
 )
-from voxwire.asyncio.history import HistoryMessage
+from voxwire.asyncio.events.history import HistoryMessage
 from voxwire.audio import AudioOutput, MemoryOutput, PcmRing, PlaybackClock, WavFileOutput
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.server_events import ConversationItemDeleted, ConversationItemTruncated

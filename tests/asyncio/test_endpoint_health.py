@@ -1,6 +1,6 @@
-"""Endpoint health (asyncio/health.py) with two real local servers on loopback: the primary is
-down, the session connects to the fallback and marks the primary unhealthy; the primary comes
-back on the same port, a background probe finds it and it is preferred again — the next
+"""Endpoint health (asyncio/connection/health.py) with two real local servers on loopback: the
+primary is down, the session connects to the fallback and marks the primary unhealthy; the primary
+comes back on the same port, a background probe finds it and it is preferred again — the next
 connection (a renewal, a reconnection) goes to it; the probes stop on close."""
 
 from __future__ import annotations

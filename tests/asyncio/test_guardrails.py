@@ -16,7 +16,7 @@ from voxwire.asyncio.events import (
     ResponseDoneEvent,
     SpeechCreatedEvent,
 )
-from voxwire.asyncio.history import HistoryMessage
+from voxwire.asyncio.events.history import HistoryMessage
 from voxwire.testing import ScriptedServer
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from voxwire.asyncio import RealtimeSession
 from voxwire.asyncio.events import ResponseDoneEvent
-from voxwire.asyncio.history import HistoryMessage, ImageContent
+from voxwire.asyncio.events.history import HistoryMessage, ImageContent
 from voxwire.asyncio.images import MAX_IMAGE_BYTES, image_data_url, sniff_image_type
 from voxwire.exceptions import ConfigurationError
 

@@ -28,7 +28,7 @@ from voxwire.asyncio.events import (
     ResponseDoneEvent,
     SpeechCreatedEvent,
 )
-from voxwire.asyncio.history import HistoryMessage
+from voxwire.asyncio.events.history import HistoryMessage
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.config import ServerVad
 from voxwire.server import Drop

@@ -5,12 +5,16 @@ abnormal ends of the connection) — over a real loopback websocket."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
+import time
 
 import pytest
 from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
 
-from voxwire.agents import RealtimeAgent
+from voxwire.agents import RealtimeAgent, output_guardrail
 from voxwire.asyncio import (
     DEFAULT_URL,
     CloseEvent,
@@ -19,6 +23,7 @@ from voxwire.asyncio import (
     ErrorEvent,
     RealtimeSession,
     SessionClosed,
+    SessionEvent,
     SessionState,
     Transport,
     TransportClosed,
@@ -26,6 +31,8 @@ from voxwire.asyncio import (
 from voxwire.exceptions import ConfigurationError, InvalidState
 
 from .helpers import (
+    AUDIO_MANUAL,
+    FAST,
     MANUAL,
     assert_only_current_task,
     drain,
@@ -520,5 +527,103 @@ def test_fallback_endpoints_are_tried_in_order() -> None:
             with pytest.raises(ConnectionFailed, match="every endpoint failed"):
                 await failing.connect()
         assert_only_current_task()
+
+    run(body())
+
+
+# --- closing during a response: no spurious error, quick against any server ---------------------
+
+
+def test_close_while_a_guarded_response_streams_emits_no_error() -> None:
+    """The output guardrail runs on every delta; close() comes while one check runs and more
+    deltas arrive: the session stops receiving before it winds its tasks down, so no delta
+    starts work the closing session would refuse (that used to surface as an error event)."""
+
+    async def slow_check(agent: object, text: str) -> bool:
+        await asyncio.sleep(0.05)
+        return False
+
+    agent = RealtimeAgent(name="guarded", output_guardrails=[output_guardrail(slow_check)])
+
+    async def body() -> None:
+        async with serving(pacing=FAST, tts="espeak") as server:
+            session = RealtimeSession(
+                agent, url=server.url(), config=AUDIO_MANUAL, guardrail_debounce_chars=1
+            )
+            await session.connect()
+            await session.send_message("tell me a story")
+            seen: list[SessionEvent] = []
+            for _ in range(5):
+                seen += await until(session, "assistant_transcript_delta")
+            started = time.monotonic()
+            await session.close()
+            assert time.monotonic() - started < 1.0
+            seen += await drain(session)
+            assert [e for e in seen if isinstance(e, ErrorEvent)] == []
+            assert isinstance(seen[-1], CloseEvent)
+            assert seen[-1].reason == "client_closed"
+        assert_only_current_task()
+
+    run(body())
+
+
+def _delta_frame(n: int) -> str:
+    return json.dumps(
+        {
+            "type": "response.output_audio.delta",
+            "event_id": f"event_d{n}",
+            "response_id": "resp_1",
+            "item_id": "item_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "AAAA" * 4096,
+        }
+    )
+
+
+def test_close_against_a_flooding_server_returns_within_a_second() -> None:
+    """The server keeps sending (a response's audio) and answers the close frame when it reads
+    it: the close handshake completes at once because the client reads (and drops) what is
+    still queued before the server's close frame."""
+
+    async def flooding(ws: ServerConnection) -> None:
+        await ws.send(session_created())
+        n = 0
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                n += 1
+                await ws.send(_delta_frame(n))
+
+    async def body() -> None:
+        async with peer(flooding) as url:
+            session = RealtimeSession(url=url, config=MANUAL, close_timeout_s=5.0)
+            await session.connect()
+            await asyncio.sleep(0.3)  # the socket and the client's queue fill up
+            started = time.monotonic()
+            await session.close()
+            assert time.monotonic() - started < 1.0
+        assert_only_current_task()
+
+    run(body())
+
+
+def test_close_against_a_server_that_never_answers_returns_within_close_timeout() -> None:
+    released = asyncio.Event()
+
+    async def deaf(ws: ServerConnection) -> None:
+        await ws.send(session_created())
+        ws.transport.pause_reading()  # never reads the close frame, never answers it
+        await released.wait()
+
+    async def body() -> None:
+        async with peer(deaf) as url:
+            session = RealtimeSession(url=url, config=MANUAL, close_timeout_s=0.5)
+            await session.connect()
+            started = time.monotonic()
+            await session.close()
+            assert time.monotonic() - started < 0.5 + 0.5
+            assert session.state is SessionState.CLOSED
+            assert session_tasks() == []
+            released.set()
 
     run(body())

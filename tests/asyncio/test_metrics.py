@@ -10,7 +10,7 @@ from voxwire.asyncio.events import (
     ResponseDoneEvent,
     SessionEvent,
 )
-from voxwire.asyncio.metrics import (
+from voxwire.asyncio.observability.metrics import (
     LatencyStats,
     MetricsCollector,
     ResponseMetrics,

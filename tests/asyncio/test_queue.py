@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from voxwire.asyncio.queue import EventQueue, QueueClosed
+from voxwire.asyncio.events.queue import EventQueue, QueueClosed
 from voxwire.exceptions import ConfigurationError
 
 from .helpers import run

@@ -1,7 +1,7 @@
-"""Reconnection and resumption (asyncio/reconnect.py): a lost connection with a ReconnectPolicy
-is followed by `reconnecting` / `reconnected`, the new server session holds the restored
-conversation and the next turn answers after it; without a policy, after a clean close or an
-expiry the session ends as before; every attempt failing ends it with the last error; close()
+"""Reconnection and resumption (asyncio/connection/reconnect.py): a lost connection with a
+ReconnectPolicy is followed by `reconnecting` / `reconnected`, the new server session holds the
+restored conversation and the next turn answers after it; without a policy, after a clean close or
+an expiry the session ends as before; every attempt failing ends it with the last error; close()
 during the backoff is prompt; a tool output not delivered before the drop is delivered once.
 Real loopback websockets against the local server, or the scripted server for exact scripts."""
 

@@ -21,7 +21,7 @@ from voxwire.asyncio import (
     ReconnectedEvent,
     SessionEvent,
 )
-from voxwire.asyncio.history import AudioContent
+from voxwire.asyncio.events.history import AudioContent
 from voxwire.protocol import InputText, MessageItem
 from voxwire.server import Drop, RealtimeServer
 from voxwire.testing import ScriptedServer

@@ -1,5 +1,5 @@
-"""Renewal past the maximum session duration (asyncio/renewal.py), against the real local server
-on loopback with its session expiry set to about a second: planned renewals at turn
+"""Renewal past the maximum session duration (asyncio/connection/renewal.py), against the real
+local server on loopback with its session expiry set to about a second: planned renewals at turn
 boundaries across three expiries, expiries arriving first, the conversation intact on every new
 server session (the server holds the replayed items), every replayed client event valid under
 the official types and accepted by the server, a send made during a switch delivered once, a

@@ -27,6 +27,7 @@ from voxwire.agents import (
     function_tool,
 )
 from voxwire.asyncio import RealtimeSession
+from voxwire.asyncio.connection.transport import ConnectRequest, Transport, connect_websocket
 from voxwire.asyncio.events import (
     ErrorEvent,
     FunctionToolsExecutedEvent,
@@ -34,8 +35,7 @@ from voxwire.asyncio.events import (
     ToolEndEvent,
     ToolStartEvent,
 )
-from voxwire.asyncio.history import HistoryFunctionCall, HistoryFunctionCallOutput
-from voxwire.asyncio.transport import ConnectRequest, Transport, connect_websocket
+from voxwire.asyncio.events.history import HistoryFunctionCall, HistoryFunctionCallOutput
 from voxwire.server import Scenario
 from voxwire.testing import ScriptedServer
 

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from voxwire.asyncio import RealtimeSession
-from voxwire.asyncio.tracing import SessionTracer, tracing_setting
+from voxwire.asyncio.observability.tracing import SessionTracer, tracing_setting
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import TracingConfig
 from voxwire.testing import ScriptedServer
@@ -221,7 +221,7 @@ def test_without_opentelemetry_the_tracer_is_off() -> None:
         """
         import sys
         sys.modules["opentelemetry"] = None  # makes `import opentelemetry` raise ImportError
-        from voxwire.asyncio.tracing import OPENTELEMETRY_AVAILABLE, SessionTracer
+        from voxwire.asyncio.observability.tracing import OPENTELEMETRY_AVAILABLE, SessionTracer
         tracer = SessionTracer()
         assert not OPENTELEMETRY_AVAILABLE and not tracer.enabled
         tracer.session_started()

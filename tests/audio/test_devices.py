@@ -10,15 +10,37 @@ from __future__ import annotations
 
 import ctypes.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.children import child_env
+
 ROOT = Path(__file__).resolve().parents[2]
-ASOUNDRC = 'pcm.!default {\n    type plug\n    slave.pcm "null"\n}\n'
+#: README's recipe ("Audio devices"): playback to the null plugin; capture from /dev/zero through
+#: the file plugin, because the null plugin's capture leaves the buffer unwritten (garbage, NaN
+#: as float32, on Debian 12's alsa-lib 1.2.8).
+ASOUNDRC = """\
+pcm.!default {
+    type asym
+    playback.pcm {
+        type plug
+        slave.pcm "null"
+    }
+    capture.pcm {
+        type plug
+        slave.pcm {
+            type file
+            slave.pcm "null"
+            file "/dev/null"
+            infile "/dev/zero"
+            format "raw"
+        }
+    }
+}
+"""
 
 pytestmark = pytest.mark.skipif(
     ctypes.util.find_library("portaudio") is None,
@@ -28,7 +50,7 @@ pytestmark = pytest.mark.skipif(
 
 def probe(scenario: str, home: Path) -> dict[str, object]:
     (home / ".asoundrc").write_text(ASOUNDRC)
-    env = dict(os.environ, HOME=str(home), PYTHONPATH=f"{ROOT / 'python'}{os.pathsep}{ROOT}")
+    env = child_env(HOME=str(home))
     done = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "audio" / "device_probe.py"), scenario],
         env=env,

@@ -8,7 +8,6 @@ the resumed session validates against the official types with no error from the 
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -16,13 +15,14 @@ from typing import Any
 
 from tests.asyncio.agent_helpers import settle
 from tests.asyncio.helpers import MANUAL, SLOW, run, serving, until
+from tests.children import child_env
 from tests.protocol.test_conformance import assert_official
 from tests.store.conftest import Backend
 from tests.store.session_child import SCENARIO, agents
 from voxwire.asyncio import RealtimeSession, SessionEvent
+from voxwire.asyncio.connection.transport import ConnectRequest, Transport, connect_websocket
 from voxwire.asyncio.events import ErrorEvent, ToolApprovalRequestedEvent, ToolStartEvent
-from voxwire.asyncio.resumption import items_to_replay
-from voxwire.asyncio.transport import ConnectRequest, Transport, connect_websocket
+from voxwire.asyncio.persistence.resumption import items_to_replay
 from voxwire.server import Delay, RealtimeServer
 from voxwire.store import ConversationStore, SessionSnapshot
 
@@ -63,7 +63,7 @@ async def crash(
 ) -> SessionSnapshot:
     """Run the child session in ``mode``, SIGKILL it once ``before_kill`` returns; what the
     store holds then."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT)])}
+    env = child_env()
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

@@ -4,7 +4,6 @@ loop staying free during a large write — on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.children import child_env
 from tests.store.conftest import Backend
 from tests.store.frames import run, user
 from voxwire.exceptions import StoreVersionError
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def writer(
     backend: Backend, conversation_id: str, count: int, *shared: str
 ) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT)])}
+    env = child_env()
     return subprocess.Popen(
         [
             sys.executable,

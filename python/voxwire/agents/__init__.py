@@ -15,19 +15,22 @@
 * :func:`agent_session_config` / :func:`agent_update_config` — the ``session`` objects an agent
   asks for (pure: the session sends them).
 
-Running tools and guardrails belongs to the session (:mod:`voxwire.asyncio.tools`,
-:mod:`voxwire.asyncio.guardrails`); the decisions they follow live here. See docs/agents.md.
+Running tools and guardrails belongs to the session (:mod:`voxwire.asyncio.agents.tools`,
+:mod:`voxwire.asyncio.agents.guardrails`); the decisions they follow live here. See docs/agents.md.
 """
 
 from voxwire.agents.agent import (
+    Handoff,
     Instructions,
     RealtimeAgent,
     ResolvedAgent,
     ResolvedHandoff,
     agent_session_config,
     agent_update_config,
+    handoff,
     resolve_agent,
     resolve_instructions,
+    transfer_tool_name,
 )
 from voxwire.agents.batch import CallOutcome, ReadyBatch, ToolBatches
 from voxwire.agents.guardrail import (
@@ -38,7 +41,6 @@ from voxwire.agents.guardrail import (
     TripLatch,
     output_guardrail,
 )
-from voxwire.agents.handoff import Handoff, handoff, transfer_tool_name
 from voxwire.agents.input_guardrail import (
     DEFAULT_REFUSAL,
     InputGuardrail,

@@ -17,12 +17,10 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias, overload
+from typing import Any, TypeAlias, overload
 
+from voxwire.agents.call import AgentView
 from voxwire.exceptions import ConfigurationError
-
-if TYPE_CHECKING:
-    from voxwire.agents.agent import RealtimeAgent
 
 __all__ = [
     "DEFAULT_DEBOUNCE_CHARS",
@@ -50,8 +48,10 @@ class GuardrailResult:
     default message). Ignored by agent guardrails."""
 
 
+#: A check of the agent (a :class:`~voxwire.agents.RealtimeAgent`: typed ``Any`` so that a
+#: function annotated with it type checks, see voxwire/agents/call.py) and the text.
 GuardrailFunction: TypeAlias = (
-    "Callable[[RealtimeAgent, str], bool | GuardrailResult | Awaitable[bool | GuardrailResult]]"
+    "Callable[[Any, str], bool | GuardrailResult | Awaitable[bool | GuardrailResult]]"
 )
 
 
@@ -68,7 +68,7 @@ class OutputGuardrail:
         if not self.name:
             object.__setattr__(self, "name", getattr(self.function, "__name__", "guardrail"))
 
-    async def run(self, agent: RealtimeAgent, text: str) -> GuardrailResult:
+    async def run(self, agent: AgentView, text: str) -> GuardrailResult:
         """Run the check (awaiting a coroutine function); its exceptions propagate."""
         value: Any = self.function(agent, text)
         if inspect.isawaitable(value):

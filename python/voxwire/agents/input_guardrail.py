@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 import msgspec
 
+from voxwire.agents.call import AgentView
 from voxwire.agents.guardrail import GuardrailFunction, GuardrailResult, OutputGuardrail
 from voxwire.protocol.config import (
     AudioConfig,
@@ -32,9 +33,6 @@ from voxwire.protocol.config import (
     ServerVad,
     SessionConfig,
 )
-
-if TYPE_CHECKING:
-    from voxwire.agents.agent import RealtimeAgent
 
 __all__ = [
     "DEFAULT_REFUSAL",
@@ -59,7 +57,7 @@ class InputGuardrail:
         named = OutputGuardrail(function=self.function, name=self.name)
         object.__setattr__(self, "name", named.name)
 
-    async def run(self, agent: RealtimeAgent, text: str) -> GuardrailResult:
+    async def run(self, agent: AgentView, text: str) -> GuardrailResult:
         """Run the check (awaiting a coroutine function); its exceptions propagate."""
         return await OutputGuardrail(function=self.function, name=self.name).run(agent, text)
 
@@ -177,7 +175,7 @@ class ResponseHold:
         return _set_create(config, detection, self.wanted)
 
 
-def holds(agent: RealtimeAgent | None) -> bool:
+def holds(agent: AgentView | None) -> bool:
     """Whether the session must hold responses for ``agent``."""
     return agent is not None and bool(agent.input_guardrails)
 

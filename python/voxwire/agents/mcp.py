@@ -2,8 +2,8 @@
 
 The hosted service connects to the MCP server itself (``server_url``, or a built-in connector
 ``connector_id``), lists its tools, and calls them when the model asks; the session only sees
-the items and events (:mod:`voxwire.asyncio.mcp`) and answers approval requests. This module is
-the declaration, checked at once, and its wire form
+the items and events (:mod:`voxwire.asyncio.agents.mcp`) and answers approval requests. This module
+is the declaration, checked at once, and its wire form
 (:class:`voxwire.protocol.McpTool`, the GA ``session.tools[]`` entry of ``type: "mcp"``).
 
 ``require_approval`` is ``"always"`` (the service's default when left out), ``"never"``, or

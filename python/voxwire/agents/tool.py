@@ -9,8 +9,8 @@ anything richer.
 
 Everything here is pure: parsing arguments, formatting outputs, messages for the model. Running
 the function (in a thread when it is synchronous, with its timeout, after its approval) is the
-session's job (:mod:`voxwire.asyncio.tools`). The Realtime API has no strict flag for function
-tools, so ``strict`` is enforced on this side: the schema forbids unknown properties and
+session's job (:mod:`voxwire.asyncio.agents.tools`). The Realtime API has no strict flag for
+function tools, so ``strict`` is enforced on this side: the schema forbids unknown properties and
 arguments are checked against the type hints before the function runs; arguments that do not
 fit go back to the model as an error output, the function is not called.
 
@@ -29,13 +29,10 @@ import types
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import (
-    TYPE_CHECKING,
     Annotated,
     Any,
-    Generic,
     Literal,
     TypeAlias,
-    TypeVar,
     Union,
     get_args,
     get_origin,
@@ -45,6 +42,7 @@ from typing import (
 
 import msgspec
 
+from voxwire.agents.call import ToolCall, ToolContext
 from voxwire.agents.tool_guardrail import (
     ToolInputGuardrail,
     ToolOutputGuardrail,
@@ -52,9 +50,6 @@ from voxwire.agents.tool_guardrail import (
 )
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import config as wire
-
-if TYPE_CHECKING:
-    from voxwire.agents.agent import RealtimeAgent
 
 __all__ = [
     "ApprovalPolicy",
@@ -83,45 +78,6 @@ class ToolArgumentsError(ValueError):
 
 class ToolTimeoutError(TimeoutError):
     """A tool ran longer than its ``timeout_s``."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ToolCall:
-    """One call of a tool by the model, as approval policies and messages see it."""
-
-    call_id: str
-    name: str
-    arguments: Mapping[str, Any]
-    """Parsed arguments (empty if they could not be parsed)."""
-    raw_arguments: str
-    agent: RealtimeAgent
-    """The agent whose tools the model saw when it called (not necessarily the current one)."""
-
-
-TContext = TypeVar("TContext")
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ToolContext(Generic[TContext]):
-    """Passed to a tool function whose first parameter is annotated ``ToolContext`` (or
-    ``ToolContext[MyContext]``: the type of the application's ``context``).
-
-    ``context`` is the object given to the session (``RealtimeSession(context=...)``; ``None``
-    if none was); ``history`` is ``session.history`` as it was when the call started — the
-    :class:`voxwire.asyncio.HistoryItem` values, oldest first, the call itself included — enough
-    to hand the conversation to another model and return its answer (delegation)."""
-
-    call: ToolCall
-    context: TContext = None  # type: ignore[assignment]  # None when the session got none
-    history: tuple[Any, ...] = ()
-
-    @property
-    def call_id(self) -> str:
-        return self.call.call_id
-
-    @property
-    def agent(self) -> RealtimeAgent:
-        return self.call.agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +121,9 @@ FailureMessage: TypeAlias = "Callable[[ToolCall, BaseException], str]"
 #: or no output is sent and the call fails with an ``error`` event (``raise``).
 OnTimeout: TypeAlias = Literal["error_as_result", "raise"]
 #: Whether the tool is offered, decided when an agent becomes active (sync or async).
-EnabledPolicy: TypeAlias = "bool | Callable[[RealtimeAgent], bool | Awaitable[bool]]"
+#: (The function gets the :class:`~voxwire.agents.RealtimeAgent`; typed ``Any`` here because
+#: the agent is declared above the tools: voxwire/agents/call.py.)
+EnabledPolicy: TypeAlias = "bool | Callable[[Any], bool | Awaitable[bool]]"
 
 
 def default_failure(call: ToolCall, exc: BaseException) -> str:

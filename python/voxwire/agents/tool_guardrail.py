@@ -24,13 +24,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
+from typing import Any, Literal, TypeAlias, overload
 
+from voxwire.agents.call import ToolCall
 from voxwire.agents.guardrail import GuardrailResult
 from voxwire.exceptions import ConfigurationError
-
-if TYPE_CHECKING:
-    from voxwire.agents.tool import ToolCall
 
 __all__ = [
     "ToolErrorFormatter",

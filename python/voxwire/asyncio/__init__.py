@@ -3,20 +3,34 @@
 * :class:`RealtimeSession` — connect, send, ``async for event in session``, close
   (docs/session.md).
 * :mod:`~voxwire.asyncio.events` — the typed events a session hands out.
-* :mod:`~voxwire.asyncio.history` — ``session.history``, the conversation as the server holds it.
-* :mod:`~voxwire.asyncio.transport` — the connection seam (:class:`Transport`,
+* :mod:`~voxwire.asyncio.events.history` — ``session.history``, the conversation as the server
+holds it.
+* :mod:`~voxwire.asyncio.connection.transport` — the connection seam (:class:`Transport`,
   :class:`ConnectRequest`, the websocket connector); :mod:`voxwire.testing` plugs in there.
-* :mod:`~voxwire.asyncio.translate` — wire events to session events, without I/O.
-* :mod:`~voxwire.asyncio.reconnect` — :class:`ReconnectPolicy`: reconnecting after a lost
+* :mod:`~voxwire.asyncio.events.translate` — wire events to session events, without I/O.
+* :mod:`~voxwire.asyncio.connection.reconnect` — :class:`ReconnectPolicy`: reconnecting after a lost
   connection and resuming the conversation on the new server session.
-* :mod:`~voxwire.asyncio.renewal` — :class:`RenewalPolicy`: moving to a new server session
-  before the maximum session duration; :mod:`~voxwire.asyncio.health` — endpoint health.
-* :mod:`~voxwire.asyncio.tools` / :mod:`~voxwire.asyncio.guardrails` — running the agent's
-  function tools and output guardrails; :mod:`~voxwire.asyncio.supervisor` owns their tasks
+* :mod:`~voxwire.asyncio.connection.renewal` — :class:`RenewalPolicy`: moving to a new server
+  session before the maximum session duration; :mod:`~voxwire.asyncio.connection.health` — endpoint
+  health.
+* :mod:`~voxwire.asyncio.agents.tools` / :mod:`~voxwire.asyncio.agents.guardrails` — running the
+  agent's function tools and output guardrails; :mod:`~voxwire.asyncio.supervisor` owns their tasks
   (docs/agents.md).
 """
 
-from voxwire.asyncio.endpoint import DEFAULT_MODEL, DEFAULT_URL, ApiKeySource
+from voxwire.asyncio.connection.calls import CallControl
+from voxwire.asyncio.connection.endpoint import DEFAULT_MODEL, DEFAULT_URL, ApiKeySource
+from voxwire.asyncio.connection.health import EndpointStatus
+from voxwire.asyncio.connection.reconnect import ReconnectPolicy, SessionReconnecting
+from voxwire.asyncio.connection.renewal import RenewalPolicy
+from voxwire.asyncio.connection.transport import (
+    Connector,
+    ConnectRequest,
+    Transport,
+    TransportClosed,
+    WebSocketTransport,
+    connect_websocket,
+)
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
 from voxwire.asyncio.events import (
     AgentEndEvent,
@@ -31,6 +45,7 @@ from voxwire.asyncio.events import (
     CloseEvent,
     CloseReason,
     ConversationItemAddedEvent,
+    DtmfEvent,
     EndpointHealthEvent,
     ErrorEvent,
     ErrorSource,
@@ -59,8 +74,7 @@ from voxwire.asyncio.events import (
     UserState,
     UserStateChangedEvent,
 )
-from voxwire.asyncio.health import EndpointStatus
-from voxwire.asyncio.history import (
+from voxwire.asyncio.events.history import (
     AudioContent,
     HistoryContent,
     HistoryFunctionCall,
@@ -71,25 +85,15 @@ from voxwire.asyncio.history import (
     ImageContent,
     TextContent,
 )
-from voxwire.asyncio.mcp_events import (
+from voxwire.asyncio.events.mcp import (
     McpApprovalRequestedEvent,
     McpCallDoneEvent,
     McpCallStartedEvent,
     McpToolListing,
     McpToolsChangedEvent,
 )
-from voxwire.asyncio.reconnect import ReconnectPolicy, SessionReconnecting
-from voxwire.asyncio.renewal import RenewalPolicy
+from voxwire.asyncio.events.speech import SpeechHandle
 from voxwire.asyncio.session import RealtimeSession, SessionState
-from voxwire.asyncio.speech import SpeechHandle
-from voxwire.asyncio.transport import (
-    Connector,
-    ConnectRequest,
-    Transport,
-    TransportClosed,
-    WebSocketTransport,
-    connect_websocket,
-)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -105,12 +109,14 @@ __all__ = [
     "AudioEndEvent",
     "AudioEvent",
     "AudioInterruptedEvent",
+    "CallControl",
     "CloseEvent",
     "CloseReason",
     "ConnectRequest",
     "ConnectionFailed",
     "Connector",
     "ConversationItemAddedEvent",
+    "DtmfEvent",
     "EndpointHealthEvent",
     "EndpointStatus",
     "ErrorEvent",

@@ -12,30 +12,98 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
+import voxwire.asyncio.events as ev
 from voxwire.agents.agent import ResolvedAgent, ResolvedHandoff
-from voxwire.asyncio import events as ev
-from voxwire.asyncio.history import HistoryItem
-from voxwire.asyncio.lifecycle import SessionState
-from voxwire.asyncio.reconnect import Resumed
-from voxwire.asyncio.transport import Transport
+from voxwire.asyncio.agents.mcp import McpRunner
+from voxwire.asyncio.agents.switching import AgentSwitcher, UpdateWaiters
+from voxwire.asyncio.agents.tools import ToolRunner
+from voxwire.asyncio.audio.interruption import Interrupter
+from voxwire.asyncio.audio.playback import PlaybackMonitor
+from voxwire.asyncio.connection.dial import Dialer
+from voxwire.asyncio.connection.pump import Pump
+from voxwire.asyncio.connection.reconnect import Reconnector, Resumed
+from voxwire.asyncio.connection.renewal import Renewer
+from voxwire.asyncio.connection.transport import Transport
+from voxwire.asyncio.events.history import HistoryItem
+from voxwire.asyncio.events.lifecycle import SessionState
+from voxwire.asyncio.events.queue import EventQueue
+from voxwire.asyncio.events.translate import EventTranslator
+from voxwire.asyncio.observability.tracing import SessionTracer
+from voxwire.asyncio.options import SessionOptions
+from voxwire.asyncio.persistence.recording import Persistence
+from voxwire.asyncio.supervisor import OwnedTasks
+from voxwire.protocol import server_events as se
 from voxwire.protocol.client_events import ResponseCreateParams
 from voxwire.protocol.config import SessionConfig
+from voxwire.protocol.ids import IdFactory
 from voxwire.protocol.items import function_call_output, system_message
 from voxwire.protocol.protocol import RealtimeProtocol
 from voxwire.protocol.say import say_instructions
 
-if TYPE_CHECKING:
-    from voxwire.asyncio.session import RealtimeSession
+__all__ = [
+    "AgentHost",
+    "InputHost",
+    "McpSessionHost",
+    "ReconnectHost",
+    "RenewHost",
+    "SessionInside",
+    "SwitchHost",
+    "mcp_runner",
+]
 
-__all__ = ["AgentHost", "InputHost", "McpSessionHost", "ReconnectHost", "RenewHost", "SwitchHost"]
+
+class SessionInside(Protocol):
+    """The session's internals the hosts read and change. :class:`RealtimeSession` is the one
+    implementation; declaring them here keeps imports pointing one way (the session imports
+    the hosts, never the other way round)."""
+
+    _state: SessionState
+    _url: str
+    _options: SessionOptions
+    _queue: EventQueue[ev.SessionEvent]
+    _ids: IdFactory
+    _protocol: RealtimeProtocol
+    _waiters: UpdateWaiters
+    _pump: Pump
+    _dialer: Dialer
+    _switcher: AgentSwitcher
+    _tracer: SessionTracer
+    _playback: PlaybackMonitor | None
+    _interrupter: Interrupter
+    _translator: EventTranslator
+    _reconnector: Reconnector | None
+    _renewer: Renewer | None
+    _background: OwnedTasks
+    _persistence: Persistence
+    _tools: ToolRunner
+    _mcp: McpRunner
+
+    @property
+    def state(self) -> SessionState: ...
+
+    @property
+    def history(self) -> list[HistoryItem]: ...
+
+    def _dispatch(self, events: Iterable[se.ReceivedEvent]) -> None: ...
+
+    def _new_protocol(self) -> RealtimeProtocol: ...
+
+    def _require_open(self) -> None: ...
+
+    def _append_audio(self, data: bytes) -> None: ...
+
+    def _request_response(
+        self, params: ResponseCreateParams | None, source: ev.SpeechSource
+    ) -> None: ...
 
 
 class SwitchHost:
-    """The session as the agent switcher sees it (asyncio/switching.py)."""
+    """The session as the agent switcher sees it (asyncio/agents/switching.py)."""
 
-    def __init__(self, session: RealtimeSession) -> None:
+    def __init__(self, session: SessionInside) -> None:
         self._session = session
         self.require_open = session._require_open
 
@@ -74,9 +142,9 @@ class SwitchHost:
 
 
 class ReconnectHost:
-    """The session as the reconnector sees it (asyncio/reconnect.py)."""
+    """The session as the reconnector sees it (asyncio/connection/reconnect.py)."""
 
-    def __init__(self, session: RealtimeSession) -> None:
+    def __init__(self, session: SessionInside) -> None:
         self._session = session
         self.emit = session._queue.put
         self.dispatch = session._dispatch
@@ -137,10 +205,10 @@ class ReconnectHost:
 
 
 class RenewHost(ReconnectHost):
-    """The session as the renewer sees it (asyncio/renewal.py): the reconnector's face, and
-    the connection in use, its turn state and its sending."""
+    """The session as the renewer sees it (asyncio/connection/renewal.py): the reconnector's face,
+    and the connection in use, its turn state and its sending."""
 
-    def __init__(self, session: RealtimeSession) -> None:
+    def __init__(self, session: SessionInside) -> None:
         super().__init__(session)
         self.flush = session._pump.flush
 
@@ -157,10 +225,10 @@ class RenewHost(ReconnectHost):
 
 
 class AgentHost:
-    """The session as the tool and guardrail runners see it (asyncio/tools.py,
-    asyncio/guardrails.py): a narrow face over its internals."""
+    """The session as the tool and guardrail runners see it (asyncio/agents/tools.py,
+    asyncio/agents/guardrails.py): a narrow face over its internals."""
 
-    def __init__(self, session: RealtimeSession) -> None:
+    def __init__(self, session: SessionInside) -> None:
         self._session = session
         self.emit = session._queue.put
         self.flush = session._pump.flush
@@ -190,8 +258,8 @@ class AgentHost:
     def trip(self, event: ev.GuardrailTrippedEvent) -> None:
         self._session._switcher.trip(event)
 
-    # Tool context and progress (asyncio/tool_execution.py), input guardrails
-    # (asyncio/input_guardrails.py).
+    # Tool context and progress (asyncio/agents/tool_execution.py), input guardrails
+    # (asyncio/agents/input_guardrails.py).
 
     def history(self) -> tuple[Any, ...]:
         return tuple(self._session.history)
@@ -218,9 +286,9 @@ class AgentHost:
 
 
 class InputHost:
-    """The session as its microphone sees it (asyncio/microphone.py)."""
+    """The session as its microphone sees it (asyncio/audio/microphone.py)."""
 
-    def __init__(self, session: RealtimeSession) -> None:
+    def __init__(self, session: SessionInside) -> None:
         self._session = session
         self.emit = session._queue.put
         self.flush = session._pump.flush
@@ -248,9 +316,9 @@ class InputHost:
 
 
 class McpSessionHost:
-    """The session as the hosted MCP runner sees it (asyncio/mcp.py)."""
+    """The session as the hosted MCP runner sees it (asyncio/agents/mcp.py)."""
 
-    def __init__(self, session: RealtimeSession) -> None:
+    def __init__(self, session: SessionInside) -> None:
         self._session = session
         self.emit = session._queue.put
         self.require_open = session._require_open
@@ -266,3 +334,9 @@ class McpSessionHost:
 
     def new_item_id(self) -> str:
         return self._session._ids("item")
+
+
+def mcp_runner(session: SessionInside) -> McpRunner:
+    """The hosted MCP runner of ``session``, over its :class:`McpSessionHost`."""
+    host = McpSessionHost(session)
+    return McpRunner(host, host.tasks, follow_up=host.follow_up)

@@ -19,20 +19,21 @@ from voxwire.agents.agent import RealtimeAgent, agent_session_config
 from voxwire.agents.guardrail import DEFAULT_DEBOUNCE_CHARS, default_feedback
 from voxwire.agents.input_guardrail import DEFAULT_REFUSAL
 from voxwire.agents.tool_guardrail import ToolErrorFormatter
-from voxwire.asyncio.endpoint import ApiKeySource, build_url
-from voxwire.asyncio.input_guardrails import Refusal
-from voxwire.asyncio.microphone import AudioSource, check_source
-from voxwire.asyncio.playback import AudioOutputTarget, attached_output
-from voxwire.asyncio.reconnect import ReconnectPolicy
-from voxwire.asyncio.renewal import RenewalPolicy
-from voxwire.asyncio.tools import DEFAULT_REJECTION_MESSAGE
-from voxwire.asyncio.tracing import SessionTracer, TracingSetting, tracing_setting
-from voxwire.asyncio.transport import (
+from voxwire.asyncio.agents.input_guardrails import Refusal
+from voxwire.asyncio.agents.tools import DEFAULT_REJECTION_MESSAGE
+from voxwire.asyncio.audio.microphone import AudioSource, check_source
+from voxwire.asyncio.audio.playback import AudioOutputTarget, attached_output
+from voxwire.asyncio.connection.calls import CallControl
+from voxwire.asyncio.connection.endpoint import ApiKeySource, build_url
+from voxwire.asyncio.connection.reconnect import ReconnectPolicy
+from voxwire.asyncio.connection.renewal import RenewalPolicy
+from voxwire.asyncio.connection.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Connector,
     ConnectRequest,
     connect_websocket,
 )
+from voxwire.asyncio.observability.tracing import SessionTracer, TracingSetting, tracing_setting
 from voxwire.audio.bargein import BargeInDetector
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.config import SessionConfig
@@ -90,6 +91,7 @@ class SessionOptions:
     tool_error_formatter: ToolErrorFormatter | None = None
     input_guardrail_refusal: Refusal = DEFAULT_REFUSAL
     mcp_follow_up: bool = True
+    call_control: CallControl | None = None
 
     # Derived, checked values (set in __post_init__).
     primary_url: str = field(init=False)
@@ -122,8 +124,9 @@ class SessionOptions:
                 "guardrails' names"
             )
         self._check_agent_features()
+        self._check_call_control()
         # Validated now; tracing is kept out of the base configuration later updates are made
-        # from (asyncio/tracing.py: it is sent once, in the first session.update).
+        # from (asyncio/observability/tracing.py: it is sent once, in the first session.update).
         base = agent_session_config(self.config, None)
         tracing = tracing_setting(
             base.tracing,
@@ -134,6 +137,23 @@ class SessionOptions:
         )
         self._set("base_config", msgspec.structs.replace(base, tracing=msgspec.UNSET))
         self._set("tracing", tracing)
+
+    def _check_call_control(self) -> None:
+        control = self.call_control
+        if control is None:
+            return
+        if not (
+            callable(getattr(control, "refer", None)) and callable(getattr(control, "hangup", None))
+        ):
+            raise ConfigurationError(
+                f"call_control={control!r} is invalid: expected an object with refer(call_id, "
+                "target_uri) and hangup(call_id), such as voxwire.telephony.SipCalls()"
+            )
+        if self.call_id is None:
+            raise ConfigurationError(
+                "call_control needs call_id: the session controls the call it is attached to "
+                "(RealtimeSession(call_id=..., call_control=...))"
+            )
 
     def _check_agent_features(self) -> None:
         formatter = self.tool_error_formatter
@@ -248,7 +268,7 @@ class SessionOptions:
         )
 
     def make_tracer(self) -> SessionTracer:
-        """The session's OpenTelemetry spans (asyncio/tracing.py)."""
+        """The session's OpenTelemetry spans (asyncio/observability/tracing.py)."""
         agent = self.agent
         return SessionTracer(
             disabled=self.tracing_disabled,

@@ -7,23 +7,23 @@ A mixin of ``RealtimeSession``, read-only: the properties are the session's; thi
 
 from __future__ import annotations
 
+import voxwire.asyncio.events as ev
 from voxwire.agents.agent import RealtimeAgent
-from voxwire.asyncio import events as ev
-from voxwire.asyncio.dial import Dialer
-from voxwire.asyncio.health import EndpointStatus
-from voxwire.asyncio.history import HistoryItem, build_history
-from voxwire.asyncio.lifecycle import SessionState
-from voxwire.asyncio.mcp import McpRunner
-from voxwire.asyncio.mcp_events import McpToolListing
-from voxwire.asyncio.metrics import MetricsRecorder, SessionMetrics
-from voxwire.asyncio.microphone import Microphone
+from voxwire.asyncio.agents.mcp import McpRunner
+from voxwire.asyncio.agents.switching import AgentSwitcher
+from voxwire.asyncio.agents.tools import ToolRunner
+from voxwire.asyncio.audio.microphone import Microphone
+from voxwire.asyncio.connection.dial import Dialer
+from voxwire.asyncio.connection.health import EndpointStatus
+from voxwire.asyncio.events.history import HistoryItem, build_history
+from voxwire.asyncio.events.lifecycle import SessionState
+from voxwire.asyncio.events.mcp import McpToolListing
+from voxwire.asyncio.events.queue import EventQueue
+from voxwire.asyncio.events.translate import EventTranslator
+from voxwire.asyncio.observability.metrics import MetricsRecorder, SessionMetrics
+from voxwire.asyncio.observability.tracing import SessionTracer
 from voxwire.asyncio.options import SessionOptions
-from voxwire.asyncio.queue import EventQueue
 from voxwire.asyncio.supervisor import OwnedTasks
-from voxwire.asyncio.switching import AgentSwitcher
-from voxwire.asyncio.tools import ToolRunner
-from voxwire.asyncio.tracing import SessionTracer
-from voxwire.asyncio.translate import EventTranslator
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.protocol import RealtimeProtocol
 
@@ -65,7 +65,7 @@ class SessionReading:
     def endpoints(self) -> tuple[EndpointStatus, ...]:
         """Every endpoint (``url``, then ``fallback_urls``) with its health: an endpoint that
         failed to open is tried after the others and probed in the background until it answers
-        (:mod:`voxwire.asyncio.health`)."""
+        (:mod:`voxwire.asyncio.connection.health`)."""
         return self._dialer.endpoints
 
     @property
@@ -93,13 +93,13 @@ class SessionReading:
     @property
     def history(self) -> list[HistoryItem]:
         """The conversation as the server holds it, in server order (see
-        :mod:`voxwire.asyncio.history`)."""
+        :mod:`voxwire.asyncio.events.history`)."""
         return build_history(self._protocol.conversation)
 
     @property
     def available_mcp_tools(self) -> tuple[McpToolListing, ...]:
         """The hosted MCP tools the model can call now: the tools each configured MCP server
-        listed (``mcp_tools_changed`` announces changes; see :mod:`voxwire.asyncio.mcp`)."""
+        listed (``mcp_tools_changed`` announces changes; see :mod:`voxwire.asyncio.agents.mcp`)."""
         return self._mcp.available_tools
 
     @property
@@ -117,7 +117,7 @@ class SessionReading:
 
     @property
     def dropped_events(self) -> int:
-        """Events dropped because the queue was full (see :mod:`voxwire.asyncio.queue`)."""
+        """Events dropped because the queue was full (see :mod:`voxwire.asyncio.events.queue`)."""
         return self._queue.dropped
 
     @property
@@ -145,13 +145,13 @@ class SessionReading:
     @property
     def metrics(self) -> SessionMetrics:
         """Totals so far: responses, interruptions, tokens, latency statistics (see
-        :mod:`voxwire.asyncio.metrics`)."""
+        :mod:`voxwire.asyncio.observability.metrics`)."""
         return self._metrics.snapshot()
 
     @property
     def tracer(self) -> SessionTracer:
         """The session's OpenTelemetry spans; ``tool_span`` / ``handoff_span`` for the code that
-        runs tools and handoffs (see :mod:`voxwire.asyncio.tracing`)."""
+        runs tools and handoffs (see :mod:`voxwire.asyncio.observability.tracing`)."""
         return self._tracer
 
     @property

@@ -18,19 +18,19 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from voxwire.asyncio import events as ev
+import voxwire.asyncio.events as ev
+from voxwire.asyncio.agents.input_guardrails import InputGuardrailRunner
+from voxwire.asyncio.agents.switching import AgentSwitcher
+from voxwire.asyncio.audio.inputs import audio_bytes
+from voxwire.asyncio.audio.interruption import Interrupter
+from voxwire.asyncio.audio.speech_tracker import SpeechTracker
+from voxwire.asyncio.connection.pump import Pump
+from voxwire.asyncio.connection.reconnect import SessionReconnecting
 from voxwire.asyncio.errors import SessionClosed
+from voxwire.asyncio.events.lifecycle import SessionState
+from voxwire.asyncio.events.speech import SpeechHandle
 from voxwire.asyncio.images import image_data_url
-from voxwire.asyncio.input_guardrails import InputGuardrailRunner
-from voxwire.asyncio.inputs import audio_bytes
-from voxwire.asyncio.interruption import Interrupter
-from voxwire.asyncio.lifecycle import SessionState
-from voxwire.asyncio.metrics import MetricsRecorder
-from voxwire.asyncio.pump import Pump
-from voxwire.asyncio.reconnect import SessionReconnecting
-from voxwire.asyncio.speech import SpeechHandle
-from voxwire.asyncio.speech_tracker import SpeechTracker
-from voxwire.asyncio.switching import AgentSwitcher
+from voxwire.asyncio.observability.metrics import MetricsRecorder
 from voxwire.exceptions import ConfigurationError, InvalidState
 from voxwire.protocol.audio_ledger import SegmentKey
 from voxwire.protocol.client_events import (

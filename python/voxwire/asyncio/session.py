@@ -37,50 +37,51 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+import voxwire.asyncio.events as ev
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.agents.guardrail import DEFAULT_DEBOUNCE_CHARS, default_feedback
 from voxwire.agents.input_guardrail import DEFAULT_REFUSAL
 from voxwire.agents.tool_guardrail import ToolErrorFormatter
-from voxwire.asyncio import events as ev
-from voxwire.asyncio.dial import Dialer
-from voxwire.asyncio.dispatch import Dispatcher
-from voxwire.asyncio.endpoint import ApiKeySource
-from voxwire.asyncio.errors import SessionClosed
-from voxwire.asyncio.guardrails import GuardrailRunner
-from voxwire.asyncio.hosts import AgentHost, InputHost, ReconnectHost, RenewHost, SwitchHost
-from voxwire.asyncio.input_guardrails import InputGuardrailRunner, Refusal
-from voxwire.asyncio.interruption import Interrupter
-from voxwire.asyncio.lifecycle import SessionState
-from voxwire.asyncio.mcp import McpRunner
-from voxwire.asyncio.metrics import Metrics, MetricsRecorder, ResponseMetrics
-from voxwire.asyncio.microphone import AudioSource, Microphone
-from voxwire.asyncio.options import SessionOptions
-from voxwire.asyncio.persistence import Persistence, SessionPersistence
-from voxwire.asyncio.playback import (
+from voxwire.asyncio import hosts
+from voxwire.asyncio.agents.guardrails import GuardrailRunner
+from voxwire.asyncio.agents.input_guardrails import InputGuardrailRunner, Refusal
+from voxwire.asyncio.agents.switching import AgentSwitcher, UpdateWaiters
+from voxwire.asyncio.agents.tools import DEFAULT_REJECTION_MESSAGE, ToolRunner
+from voxwire.asyncio.audio.interruption import Interrupter
+from voxwire.asyncio.audio.microphone import AudioSource, Microphone
+from voxwire.asyncio.audio.playback import (
     AudioOutputFeed,
     AudioOutputPath,
     AudioOutputTarget,
     PlaybackMonitor,
     output_path,
 )
-from voxwire.asyncio.pump import Pump
-from voxwire.asyncio.queue import EventQueue, QueueClosed, QueueIterator
-from voxwire.asyncio.reading import SessionReading
-from voxwire.asyncio.reconnect import Reconnector, ReconnectPolicy
-from voxwire.asyncio.renewal import RenewalPolicy, Renewer
-from voxwire.asyncio.resumption import ConversationStart, ResumeSource, resume_options
-from voxwire.asyncio.sending import SessionSending
-from voxwire.asyncio.speech_tracker import SpeechTracker
-from voxwire.asyncio.supervisor import OwnedTasks
-from voxwire.asyncio.switching import AgentSwitcher, UpdateWaiters
-from voxwire.asyncio.tools import DEFAULT_REJECTION_MESSAGE, ToolRunner
-from voxwire.asyncio.translate import EventTranslator
-from voxwire.asyncio.transport import (
+from voxwire.asyncio.audio.speech_tracker import SpeechTracker
+from voxwire.asyncio.connection.calls import CallControl
+from voxwire.asyncio.connection.dial import Dialer
+from voxwire.asyncio.connection.endpoint import ApiKeySource
+from voxwire.asyncio.connection.pump import Pump
+from voxwire.asyncio.connection.reconnect import Reconnector, ReconnectPolicy
+from voxwire.asyncio.connection.renewal import RenewalPolicy, Renewer
+from voxwire.asyncio.connection.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Connector,
     Transport,
     TransportClosed,
 )
+from voxwire.asyncio.control import SessionControl
+from voxwire.asyncio.dispatch import Dispatcher
+from voxwire.asyncio.errors import SessionClosed
+from voxwire.asyncio.events.lifecycle import SessionState
+from voxwire.asyncio.events.queue import EventQueue, QueueClosed, QueueIterator
+from voxwire.asyncio.events.translate import EventTranslator
+from voxwire.asyncio.observability.metrics import Metrics, MetricsRecorder, ResponseMetrics
+from voxwire.asyncio.options import SessionOptions
+from voxwire.asyncio.persistence.recording import Persistence, SessionPersistence
+from voxwire.asyncio.persistence.resumption import ConversationStart, ResumeSource, resume_options
+from voxwire.asyncio.reading import SessionReading
+from voxwire.asyncio.sending import SessionSending
+from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio.bargein import BargeInDetector
 from voxwire.exceptions import InvalidState
 from voxwire.protocol import server_events as se
@@ -98,7 +99,7 @@ __all__ = ["RealtimeSession", "SessionState"]
 log = logging.getLogger("voxwire.session")
 
 
-class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
+class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPersistence):
     """One Realtime conversation. Use ``async with RealtimeSession(...) as session:`` (or
     ``connect()`` / ``close()``) and ``async for event in session``.
 
@@ -117,17 +118,17 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
     events, and interruptions truncate exactly what the listener heard); ``audio_input`` (a
     microphone or file source, run into ``send_audio`` in frames of ``input_frame_ms`` from
     connect to close; ``local_barge_in`` interrupts as soon as the user speaks over the agent:
-    :mod:`voxwire.asyncio.microphone`); ``raw_server_events`` (also hand out every server
+    :mod:`voxwire.asyncio.audio.microphone`); ``raw_server_events`` (also hand out every server
     event but audio deltas);
-    ``max_queued_events`` (the event queue's bound; see :mod:`voxwire.asyncio.queue` for what is
-    dropped when it is full); timeouts, keepalive and the maximum message size of the
+    ``max_queued_events`` (the event queue's bound; see :mod:`voxwire.asyncio.events.queue` for
+    what is dropped when it is full); timeouts, keepalive and the maximum message size of the
     connection; ``connector`` (how to open it: default a websocket; :mod:`voxwire.testing` has a
     scripted one); ``ids`` (event and item ids, see :class:`~voxwire.protocol.IdFactory`).
 
-    Tracing (:mod:`voxwire.asyncio.tracing`): ``tracing_disabled``, ``workflow_name``,
+    Tracing (:mod:`voxwire.asyncio.observability.tracing`): ``tracing_disabled``, ``workflow_name``,
     ``group_id``, ``metadata`` make the service's ``session.tracing``, sent once at start;
     OpenTelemetry spans go to ``tracer_provider`` (default: the global one) when
-    ``opentelemetry-api`` is installed. Metrics (:mod:`voxwire.asyncio.metrics`,
+    ``opentelemetry-api`` is installed. Metrics (:mod:`voxwire.asyncio.observability.metrics`,
     ``session.metrics``, ``metrics_collected`` events) take their time from ``clock``
     (monotonic seconds, default :func:`time.monotonic`).
 
@@ -141,11 +142,11 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
     application's object, handed to tools in their ``ToolContext``; ``tool_error_formatter``:
     the model's text for rejected, blocked, timed-out and failed calls; input guardrails refuse
     with ``input_guardrail_refusal`` (text said, ``None``: silent). ``mcp_follow_up``: ask for
-    the next response after hosted MCP calls (asyncio/mcp.py).
+    the next response after hosted MCP calls (asyncio/agents/mcp.py).
 
     ``reconnect`` (:class:`~voxwire.asyncio.ReconnectPolicy`) resumes after a lost connection;
     ``renewal`` (:class:`~voxwire.asyncio.RenewalPolicy`) renews before the server's maximum
-    session duration (:mod:`voxwire.asyncio.renewal`).
+    session duration (:mod:`voxwire.asyncio.connection.renewal`).
 
     Persistence (docs/persistence.md): ``store`` records the conversation ``conversation_id``
     (default: a new id) as the server confirms it, ``store_audio`` adds its audio;
@@ -196,6 +197,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
         tool_error_formatter: ToolErrorFormatter | None = None,
         input_guardrail_refusal: Refusal = DEFAULT_REFUSAL,
         mcp_follow_up: bool = True,
+        call_control: CallControl | None = None,
     ) -> None:
         # Every argument goes to SessionOptions, which checks them (asyncio/options.py);
         # nothing is opened, read or started here.
@@ -227,7 +229,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
         self._close_event: ev.CloseEvent | None = None
         self._muted = False
         self._muted_bytes = 0
-        self._switcher = AgentSwitcher(options, SwitchHost(self))
+        self._switcher = AgentSwitcher(options, hosts.SwitchHost(self))
         self._tracer = options.make_tracer()
         self._setup_output(options, emit)
         self._setup_agent_parts(options, emit)
@@ -259,7 +261,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
         self._microphone = (
             Microphone(
                 options.audio_input,
-                InputHost(self),
+                hosts.InputHost(self),
                 frame_ms=options.input_frame_ms,
                 barge_in=options.local_barge_in,
             )
@@ -284,15 +286,15 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
         renewal = options.renewal
         expiry = renewal.expiry_policy() if renewal is not None else None
         self._reconnector = (
-            Reconnector(options.reconnect, ReconnectHost(self), expiry=expiry)
+            Reconnector(options.reconnect, hosts.ReconnectHost(self), expiry=expiry)
             if options.reconnect is not None or renewal is not None
             else None
         )
-        self._renewer = Renewer(renewal, RenewHost(self)) if renewal is not None else None
+        self._renewer = Renewer(renewal, hosts.RenewHost(self)) if renewal is not None else None
         self._background = OwnedTasks(self._background_failed)
         self._persistence = Persistence(options, emit)
-        self._start = ConversationStart(self._persistence, options.open_timeout_s)
-        host = AgentHost(self)
+        self._start = ConversationStart(self._persistence, options.open_timeout_s, self._translator)
+        host = hosts.AgentHost(self)
         active = self._switcher.active
         self._tools = ToolRunner(
             host,
@@ -311,7 +313,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
             host, self._background, active, debounce_chars=options.guardrail_debounce_chars
         )
         self._speech = SpeechTracker(lambda: self._protocol, emit, self._playback)
-        self._mcp = McpRunner.of_session(self)
+        self._mcp = hosts.mcp_runner(self)
         # The audio first (it plays as soon as it arrives), then what cuts it; speech handles
         # before the translated events, these before the agent features (a tool call starts
         # once its item is in the history), tracing, then metrics (after response_done).
@@ -400,7 +402,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
     ) -> RealtimeSession:
         """A session going on with a stored conversation (``agent=``, ``agents=``, constructor
         options): replay, agent, approvals, undelivered outputs at ``connect()``; see
-        :mod:`voxwire.asyncio.resumption` and docs/persistence.md."""
+        :mod:`voxwire.asyncio.persistence.resumption` and docs/persistence.md."""
         snapshot, agents, options = resume_options(source, conversation_id, options)
         session = cls(**options)
         session._start.resume_from(snapshot, agents)
@@ -438,12 +440,13 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
     async def _shutdown(self, default: ev.CloseEvent) -> None:
         """Release everything, in order; safe to run again (each step is idempotent)."""
         try:
-            # Tool calls and guardrail checks first: they may be sending.
-            await self._background.aclose()
+            # Receiving stops first: an event that arrives while the tasks below wind down
+            # would start work the closing session refuses (and report that as an error).
             task = self._receive_task
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
                 await asyncio.wait([task])
+            await self._background.aclose()  # tool calls and guardrail checks: cancelled
             await self._stop_watching()
             if self._pump.transport is not None:
                 try:
@@ -493,12 +496,14 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
 
     async def _receive_loop(self, transport: Transport) -> None:
         """Pump the connection until it ends; with a reconnect policy, an abnormal end is
-        followed by a new connection (asyncio/reconnect.py) and the pumping goes on. Owned and
-        awaited by the session."""
+        followed by a new connection (asyncio/connection/reconnect.py) and the pumping goes on.
+        Owned and awaited by the session."""
         while True:
             close = await self._pump.run(transport)
             if self._pump.transport not in (transport, None) and self._state is SessionState.OPEN:
-                transport = self._pump.transport  # renewed (asyncio/renewal.py): pump the new one
+                transport = (
+                    self._pump.transport
+                )  # renewed (asyncio/connection/renewal.py): pump the new one
                 continue
             reconnector = self._reconnector
             if (
@@ -550,38 +555,6 @@ class RealtimeSession(SessionReading, SessionSending, SessionPersistence):
         """An exception escaped a tool or guardrail task (the runners catch the expected ones)."""
         source: ev.ErrorSource = "guardrail" if kind == "guardrail" else "tool"
         self._queue.put(ev.failure(f"a background {kind} task", exc, source))
-
-    # --- agents: switching, tools, guardrails (asyncio/switching.py, tools.py, guardrails.py) ---
-
-    async def update_agent(self, agent: RealtimeAgent) -> None:
-        """Make ``agent`` the session's agent: its instructions, tools, handoffs, guardrails and
-        (while the conversation holds no assistant audio — the Realtime API refuses a voice
-        change after that) its voice.
-
-        Everything dynamic is resolved first (instructions, ``is_enabled``, handoff targets);
-        if that raises, nothing changed and the exception is raised here. Then the
-        ``session.update`` goes out, and the switch happens when the server acknowledges it
-        (``agent_end`` / ``agent_start``); if the server rejects it,
-        :class:`~voxwire.exceptions.ConfigurationError` is raised and the previous agent stays.
-        Calls already made keep running with the agent they were made to.
-        """
-        await self._switcher.update_agent(agent)
-
-    def approve_tool_call(self, call_id: str, *, always: bool = False) -> None:
-        """Let the call of a ``tool_approval_requested`` (or ``mcp_approval_requested``) event
-        run. ``always``: also approve later calls of the same tool for the rest of the session.
-        Raises :class:`~voxwire.exceptions.InvalidState` if no call ``call_id`` is waiting."""
-        if not self._mcp.answer_if_waiting(call_id, True, always=always):
-            self._tools.approve(call_id, always=always)
-
-    def reject_tool_call(
-        self, call_id: str, *, message: str | None = None, always: bool = False
-    ) -> None:
-        """Refuse the call of a ``tool_approval_requested`` event: the tool does not run and the
-        model gets ``message`` (default: the session's ``tool_rejection_message``) as the
-        output (an MCP request's ``reason``). ``always``: refuse later calls of it too."""
-        if not self._mcp.answer_if_waiting(call_id, False, reason=message, always=always):
-            self._tools.reject(call_id, message=message, always=always)
 
     # --- events -----------------------------------------------------------------------------------
 

@@ -77,7 +77,10 @@ def write_wav(path: str | Path, pcm: npt.NDArray[np.int16], rate_hz: int) -> Non
         raise ConfigurationError(
             f"write_wav needs 1-D int16 samples, got dtype {pcm.dtype} with shape {pcm.shape}"
         )
-    with wave.open(str(path), "wb") as w:
+    # The file is opened here, not by wave.open(path): when that open fails (no such directory,
+    # no permission) wave's half-made writer prints an AttributeError from its __del__ after
+    # the OSError.
+    with open(path, "wb") as file, wave.open(file, "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
         w.setframerate(rate_hz)

@@ -193,9 +193,8 @@ class Conversation:
         microphone = AudioInput(source.rate_hz, source.channels)
         self.console.note(
             "user",
-            f'says "{line.text}"  ({source.duration_ms / 1000:.2f} s, {wav.name})',
+            f'says "{line.text}"  ({source.duration_ms / 1000:.2f} s of synthesised speech)',
             text=line.text,
-            wav=str(wav),
             duration_ms=round(source.duration_ms),
         )
         stops, started = self.seen.speech_stops, self.seen.responses_started

@@ -17,6 +17,7 @@ import numpy as np
 
 from voxwire.agents import RealtimeAgent, function_tool
 from voxwire.audio import write_wav
+from voxwire.quickstart import USER_VOICE_HINT
 from voxwire.server import NoVoiceError, Scenario
 
 __all__ = [
@@ -121,9 +122,7 @@ def synthesise_lines(
     try:
         voice = Voice.load(engine)
     except NoVoiceError as exc:
-        raise NoVoiceError(
-            f"voxwire demo speaks the user's lines with the local server's voice: {exc}"
-        ) from None
+        raise NoVoiceError(USER_VOICE_HINT, exc.reason) from None
     paths = []
     try:
         for number, line in enumerate(lines, 1):

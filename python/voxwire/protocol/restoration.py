@@ -3,9 +3,9 @@
 A Realtime server session lives as long as its websocket: when the connection is lost, the
 conversation on the server is gone with it. :meth:`RealtimeProtocol.connection_lost` settles what
 was in flight and returns a :class:`RestorationPlan`; the asyncio layer
-(:mod:`voxwire.asyncio.reconnect`) opens a new connection, recreates :attr:`RestorationPlan.items`
-on it, and the new protocol core sends again what the lost server never answered
-(:meth:`RealtimeProtocol.resend_unanswered`).
+(:mod:`voxwire.asyncio.connection.reconnect`) opens a new connection, recreates
+:attr:`RestorationPlan.items` on it, and the new protocol core sends again what the lost server
+never answered (:meth:`RealtimeProtocol.resend_unanswered`).
 """
 
 from __future__ import annotations

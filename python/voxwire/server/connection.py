@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from websockets.asyncio.server import ServerConnection
@@ -60,8 +60,18 @@ class ConnectionSettings:
 class RealtimeConnection:
     """Serves one websocket until the client leaves, the session expires or the server closes."""
 
-    def __init__(self, ws: ServerConnection, model: str, settings: ConnectionSettings) -> None:
+    def __init__(
+        self,
+        ws: ServerConnection,
+        model: str,
+        settings: ConnectionSettings,
+        *,
+        outbound: Callable[[Sequence[ServerEvent]], Sequence[ServerEvent]] | None = None,
+    ) -> None:
         self._ws = ws
+        # A SIP call's phone line takes the audio deltas (they go to the phone, not the socket).
+        self._outbound = outbound
+        self._feeding = asyncio.Lock()
         self._settings = settings
         self._ids = ServerIds(settings.ids_seed)
         self._started = time.monotonic()
@@ -96,7 +106,35 @@ class RealtimeConnection:
         with contextlib.suppress(ConnectionClosed):
             await self._faults.arm(faults)
 
+    async def feed(self, frame: str | bytes) -> None:
+        """Handle ``frame`` as if the client had sent it (a SIP call's caller audio). One frame's
+        answers go out together: the client's frames and the caller's do not interleave."""
+        async with self._feeding:
+            await self._carry_out(frame)
+
+    async def _carry_out(self, frame: str | bytes) -> None:
+        for step in self.session.handle(frame):
+            if isinstance(step, StartResponse):
+                rejected = None if step.from_vad else self._faults.take_rejection()
+                if rejected is not None:
+                    await self._send([rejected.event(self._ids, step.client_event_id)])
+                else:
+                    await self.responses.start(step)
+            elif isinstance(step, CancelResponse):
+                await self.responses.cancel(step)
+            elif isinstance(step, TranscribeAudio):
+                await self.transcriptions.start(step)
+            else:
+                await self._send([step])
+
+    async def send_events(self, events: Sequence[ServerEvent]) -> None:
+        """Send server events of the emulated SIP line (a DTMF key) in order with the rest."""
+        with contextlib.suppress(ConnectionClosed):
+            await self._send(events)
+
     async def _send(self, events: Sequence[ServerEvent]) -> None:
+        if self._outbound is not None:
+            events = self._outbound(events)
         if self._faults.active:
             await self._faults.send(events)
             return
@@ -109,19 +147,7 @@ class RealtimeConnection:
             await self._faults.arm(self._settings.faults)
             await self._send([self.session.created_event()])
             async for frame in self._ws:
-                for step in self.session.handle(frame):
-                    if isinstance(step, StartResponse):
-                        rejected = None if step.from_vad else self._faults.take_rejection()
-                        if rejected is not None:
-                            await self._send([rejected.event(self._ids, step.client_event_id)])
-                        else:
-                            await self.responses.start(step)
-                    elif isinstance(step, CancelResponse):
-                        await self.responses.cancel(step)
-                    elif isinstance(step, TranscribeAudio):
-                        await self.transcriptions.start(step)
-                    else:
-                        await self._send([step])
+                await self.feed(frame)
         except ConnectionClosed:
             pass
         finally:

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Sequence
 from http import HTTPStatus
 from types import TracebackType
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -56,6 +56,16 @@ MAX_FRAME_BYTES: Final = MAX_APPEND_BYTES * 4 // 3 + 1024 * 1024
 
 
 _wire_log = redacted_logger("voxwire.server.websockets")
+
+
+class CallLines(Protocol):
+    """The SIP calls a websocket may attach to by ``call_id`` (``voxwire.server.sip.SipTrunk``)."""
+
+    def attachable(self, call_id: str) -> bool: ...
+
+    def connect(
+        self, call_id: str, ws: ServerConnection, settings: ConnectionSettings
+    ) -> RealtimeConnection: ...
 
 
 class RealtimeServer:
@@ -113,6 +123,11 @@ class RealtimeServer:
         self._transcriber_option = transcriber
         self._own_transcriber: WhisperTranscriber | None = None
         self._closed = False
+        self._calls: CallLines | None = None
+
+    def use_calls(self, calls: CallLines) -> None:
+        """Serve ``?call_id=…`` websockets from ``calls`` (the SIP emulation's trunk)."""
+        self._calls = calls
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -144,7 +159,11 @@ class RealtimeServer:
             assert ws.request is not None
             query = parse_qs(urlsplit(ws.request.path).query)
             model = query.get("model", [DEFAULT_MODEL])[0]
-            connection = RealtimeConnection(ws, model, settings)
+            call_id = query.get("call_id", [None])[0]
+            if call_id is not None and self._calls is not None:
+                connection = self._calls.connect(call_id, ws, settings)
+            else:
+                connection = RealtimeConnection(ws, model, settings)
             self._connections[ws] = connection
             try:
                 await connection.serve()
@@ -185,6 +204,8 @@ class RealtimeServer:
                     ws.transport.abort()
                 await self._server.wait_closed()
         self._close_voice()
+        if self._voice is not None:
+            await self._voice.wait_closed(SHUTDOWN_S)
 
     def _close_voice(self) -> None:
         if self._voice is not None:
@@ -250,7 +271,26 @@ class RealtimeServer:
                 "Incorrect API key provided. Send 'Authorization: Bearer <token>' with the "
                 "token this voxwire server was started with.",
             )
+        call_id = parse_qs(urlsplit(request.path).query).get("call_id", [None])[0]
+        if call_id is not None and (self._calls is None or not self._calls.attachable(call_id)):
+            return _json_response(
+                ws,
+                HTTPStatus.NOT_FOUND,
+                "call_not_found",
+                f"No accepted call with id {call_id[:128]!r}: accept the call first (POST "
+                "/v1/realtime/calls/{call_id}/accept).",
+            )
         return None
+
+    def authorized(self, authorization: str | None) -> bool:
+        """Whether an ``Authorization`` header value carries this server's token (always, when
+        it has none): the SIP emulation's REST endpoints check it as the handshake does."""
+        if self._token is None:
+            return True
+        auth = authorization or ""
+        return auth[:7].lower() == "bearer " and hmac.compare_digest(
+            auth[7:].strip().encode(), self._token.encode()
+        )
 
     def _authorized(self, headers: Headers) -> bool:
         assert self._token is not None

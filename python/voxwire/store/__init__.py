@@ -1,8 +1,9 @@
 """Persistence: conversations stored as the server confirms them, and session snapshots.
 
 * :class:`ConversationStore` — the interface; :class:`SQLiteStore` (stdlib sqlite3, one file,
-  the default) here, ``voxwire.store.postgres.PostgresStore`` with ``pip install
-  "voxwire[postgres]"`` (imported from its module, so psycopg is needed only by those who use it).
+  the default) and :class:`PostgresStore` (``pip install "voxwire[postgres]"``). ``PostgresStore``
+  is imported on first use (``from voxwire.store import PostgresStore``, or from
+  ``voxwire.store.postgres``), so psycopg is needed only by those who use it.
 * :class:`ConversationRecorder` — sans-I/O: server events in, :mod:`store operations
   <voxwire.store.ops>` out, so a session only forwards what it receives.
 * :class:`SessionSnapshot` — the versioned JSON form of a conversation and its session state.
@@ -10,6 +11,8 @@
 
 docs/persistence.md describes the API, the schema and the snapshot format.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from voxwire.store.base import ConversationInfo, ConversationStore
 from voxwire.store.ops import (
@@ -41,6 +44,9 @@ from voxwire.store.snapshot import (
 )
 from voxwire.store.sqlite import SQLiteStore
 
+if TYPE_CHECKING:
+    from voxwire.store.postgres import PostgresStore
+
 __all__ = [
     "POSITION_GAP",
     "SNAPSHOT_VERSION",
@@ -53,6 +59,7 @@ __all__ = [
     "DropOutput",
     "MoveItems",
     "Origin",
+    "PostgresStore",
     "PutApproval",
     "PutItem",
     "PutOutput",
@@ -69,3 +76,17 @@ __all__ = [
     "replay_items",
     "wire_item",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``PostgresStore`` on first use: psycopg is imported only by those who use it."""
+    if name == "PostgresStore":
+        try:
+            from voxwire.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise ImportError(
+                f"PostgresStore needs psycopg 3 and psycopg-pool: pip install "
+                f"'voxwire[postgres]' ({exc})"
+            ) from exc
+        return PostgresStore
+    raise AttributeError(f"module 'voxwire.store' has no attribute {name!r}")

@@ -1,5 +1,24 @@
-"""Telephony: phone calls for voice agents (docs/telephony.md).
+"""Phone calls. SIP (the Realtime API's own phone path): :mod:`~voxwire.telephony.webhooks`
+(verify the incoming-call webhook; an ASGI app), :mod:`~voxwire.telephony.sip` (accept, reject,
+refer, hang up; needs the ``telephony`` extra), :mod:`~voxwire.telephony.tools` (transfer and
+hang-up tools), :mod:`~voxwire.telephony.dtmf` (collect keys). Twilio Media Streams:
+:mod:`~voxwire.telephony.twilio` (the bridge, ``voxwire phone``, a call simulator for tests).
+See docs/telephony.md.
 
-* :mod:`voxwire.telephony.twilio` — the Twilio Media Streams bridge, ``voxwire phone``, and a
-  Twilio simulator for tests
+Import from the submodules; the names below are the ones that need no extra.
 """
+
+from voxwire.protocol.sip import RealtimeCallIncoming, SipHeader, WebhookEvent
+from voxwire.telephony.dtmf import DigitCollector, Digits, collect_digits
+from voxwire.telephony.webhooks import WebhookApp, verify
+
+__all__ = [
+    "DigitCollector",
+    "Digits",
+    "RealtimeCallIncoming",
+    "SipHeader",
+    "WebhookApp",
+    "WebhookEvent",
+    "collect_digits",
+    "verify",
+]

@@ -223,16 +223,21 @@ class ServerSession:
         raw = parse_object(frame)
         assert not isinstance(raw, ProtocolErrorEvent)  # decoded once already
         tools_before = self.session["tools"]
-        self.session = apply_update(
-            self.session, raw.get("session"), assistant_audio_sent=self.assistant_audio_sent
-        )
-        self._input.set_format(input_format(self.session).sample_format)
-        self._vad = self._vad.reconfigured(self.session)
+        self.configure(raw.get("session"))
         outcome: Outcome = [SessionUpdated(event_id=self.ids.event(), session=self._config())]
         # A hosted MCP server newly configured (or changed) has its tools listed.
         for config in tools_to_list(tools_before, self.session["tools"]):
             outcome += list_tools_events(self.ids, self.conversation, config, self.mcp_servers)
         return outcome
+
+    def configure(self, raw_session: object) -> None:
+        """Apply a session object (a ``session.update``'s, or a SIP call's accepted
+        configuration before ``session.created``); raises :class:`ServerError` if invalid."""
+        self.session = apply_update(
+            self.session, raw_session, assistant_audio_sent=self.assistant_audio_sent
+        )
+        self._input.set_format(input_format(self.session).sample_format)
+        self._vad = self._vad.reconfigured(self.session)
 
     # --- input audio ------------------------------------------------------------------------------
 

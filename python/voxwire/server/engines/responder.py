@@ -46,11 +46,17 @@ matches the output of a handoff call, like ``after_tool``::
 
 ``after_system`` (a regular expression) matches when the conversation ends with a system
 message whose text it finds — e.g. a tool's progress note (``"after_system": "Progress of the
-get_weather"``); other rules see such a turn as before.
+get_weather"``). Other rules see such a turn as before, except that rules calling a tool do not
+apply after a system note unless they have ``after_system``.
+
+A reply that came between a tool's output and the answer to it (a progress reply created
+before the output arrived) is set aside: the next response still answers the output
+(``after_tool``), as a model would.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -59,7 +65,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from voxwire.exceptions import ConfigurationError
-from voxwire.protocol import parse_say_instructions
+from voxwire.protocol import FunctionCallOutputItem, MessageItem, parse_say_instructions
 from voxwire.server.core.mcp import McpServers
 from voxwire.server.core.turn import CallMcp, CallTool, Output, Say, Turn
 
@@ -85,7 +91,7 @@ def handoff_tool_name(agent: str) -> str:
     """The tool a handoff to ``agent`` calls: ``transfer_to_`` and the name in lower case, runs
     of other characters than letters, digits and ``_`` made one ``_`` ("Billing desk" →
     ``transfer_to_billing_desk``), at most 64 characters — the convention of
-    ``voxwire.agents.handoff.transfer_tool_name``, which the server may not import."""
+    ``voxwire.agents.transfer_tool_name``, which the server may not import."""
     slug = _NOT_NAME.sub("_", agent.lower()).strip("_") or "agent"
     return (HANDOFF_PREFIX + slug)[:64]
 
@@ -109,10 +115,16 @@ class Rule:
     after_system: re.Pattern[str] | None = None
 
     def applies(self, turn: Turn) -> bool:
+        note = turn.system_note
         if self.after_system is not None:
-            note = turn.system_note
             if note is None or self.after_system.search(note) is None:
                 return False
+        elif note is not None and self.calls:
+            # After a system note (a tool's progress, a guardrail's feedback) a model goes on
+            # from the note; a rule calling a tool would see the same user text again and call
+            # the same tool once per note, forever (a progress note with respond=True asks for
+            # a response before the tool's result is in).
+            return False
         if self.instructions is not None and not self.instructions.search(turn.instructions):
             return False
         if any(name not in turn.tools for name in self.tools):
@@ -192,6 +204,7 @@ class RulesResponder:
         verbatim = parse_say_instructions(turn.instructions)
         if verbatim is not None:  # RealtimeSession.say(): a model would follow it, and so do we
             return [Say(verbatim)]
+        turn = _owed_tool_answer(turn)
         for rule in self.scenario.rules:
             if rule.applies(turn):
                 outputs: list[Output] = []
@@ -202,6 +215,26 @@ class RulesResponder:
         if self.scenario.fallback is None:
             return []
         return [Say(_fill(self.scenario.fallback, turn))]
+
+
+def _owed_tool_answer(turn: Turn) -> Turn:
+    """``turn`` without the assistant messages that follow a function call's output, if any.
+
+    A reply can come between a tool's output and the answer to it: a progress note's reply
+    (``respond=True``) asked for while the tool ran, created before the output arrived. The
+    response after it still owes the answer to the output, so ``after_tool`` rules decide it —
+    not the user's words again, which would call the same tool once more, forever.
+    """
+    end = len(turn.items)
+    while end and _is_assistant_message(turn.items[end - 1]):
+        end -= 1
+    if end in (0, len(turn.items)) or not isinstance(turn.items[end - 1], FunctionCallOutputItem):
+        return turn
+    return dataclasses.replace(turn, items=turn.items[:end])
+
+
+def _is_assistant_message(item: object) -> bool:
+    return isinstance(item, MessageItem) and item.role == "assistant"
 
 
 def _rule(index: int, raw: object) -> Rule:

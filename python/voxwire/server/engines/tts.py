@@ -110,7 +110,13 @@ _WORD: Final = re.compile(r"\S+")
 
 
 class NoVoiceError(ConfigurationError):
-    """No speech engine could be loaded; the message says what to install."""
+    """No speech engine could be loaded; the message says what to install. ``reason`` is the
+    short cause alone ("not installed", "... could not be loaded: ..."), for callers that give
+    their own advice (``voxwire demo`` has no ``--no-audio``)."""
+
+    def __init__(self, hint: str, reason: str | None = None) -> None:
+        super().__init__(f"{hint} ({reason})" if reason else hint)
+        self.reason = reason or "not installed"
 
 
 class _Event(ctypes.Structure):
@@ -158,7 +164,7 @@ def _find_library() -> tuple[str, str | None]:
     override = os.environ.get("VOXWIRE_ESPEAK_LIBRARY")
     if override:
         if not Path(override).is_file():
-            raise NoVoiceError(f"{INSTALL_HINT} (VOXWIRE_ESPEAK_LIBRARY={override} is not a file)")
+            raise NoVoiceError(INSTALL_HINT, f"VOXWIRE_ESPEAK_LIBRARY={override} is not a file")
         return override, os.environ.get("VOXWIRE_ESPEAK_DATA")
     spec = importlib.util.find_spec("espeakng_loader")
     if spec is not None and spec.submodule_search_locations:
@@ -184,7 +190,7 @@ class EspeakEngine:
         try:
             lib = ctypes.CDLL(library)
         except OSError as exc:
-            raise NoVoiceError(f"{INSTALL_HINT} ({library} could not be loaded: {exc})") from None
+            raise NoVoiceError(INSTALL_HINT, f"{library} could not be loaded: {exc}") from None
         lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
         lib.espeak_Initialize.restype = ctypes.c_int
         lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
@@ -206,7 +212,7 @@ class EspeakEngine:
             _INITIALIZE_DONT_EXIT,
         )
         if rate_hz <= 0:
-            raise NoVoiceError(f"{INSTALL_HINT} (espeak-ng found no voice data at {data})")
+            raise NoVoiceError(INSTALL_HINT, f"espeak-ng found no voice data at {data}")
         self._lib = lib
         self.rate_hz = int(rate_hz)
         self._lock = threading.Lock()
@@ -289,13 +295,13 @@ class HibariEngine:
             from hibari import Hibari
             from hibari.voices import voice_path
         except ImportError as exc:
-            raise NoVoiceError(f"{HIBARI_HINT} (hibari could not be imported: {exc})") from None
+            raise NoVoiceError(HIBARI_HINT, f"hibari could not be imported: {exc}") from None
         try:
             # The voice in the wheel, never a download: the server works offline.
             model = voice_path(_HIBARI_VOICE, download_missing=False)
             self._tts: Any = Hibari(voice=_HIBARI_VOICE, model=model, threads=1)
         except (RuntimeError, OSError, ValueError) as exc:
-            raise NoVoiceError(f"{HIBARI_HINT} (its model could not be loaded: {exc})") from None
+            raise NoVoiceError(HIBARI_HINT, f"its model could not be loaded: {exc}") from None
         # Its text-to-phoneme tables load on first use (~0.3 s): here, at server start, rather
         # than in the first response.
         self._tts.g2p  # noqa: B018
@@ -373,8 +379,8 @@ def _load_engine(engine: str) -> SpeechEngine:
             try:
                 return load()
             except NoVoiceError as exc:
-                reasons.append(f"{name}: {exc}")
-        raise NoVoiceError(f"{AUTO_HINT} ({'; '.join(reasons)})")
+                reasons.append(f"{name}: {exc.reason}")
+        raise NoVoiceError(AUTO_HINT, "; ".join(reasons))
     raise ValueError(f"voice engine {engine!r} is unknown: expected one of {', '.join(ENGINES)}")
 
 
@@ -427,5 +433,10 @@ class Voice:
 
     def close(self) -> None:
         """Stop the worker thread (idempotent) without waiting: a synthesis in progress is
-        left to finish unobserved, so that a server stops at once."""
+        left to finish unobserved (:meth:`wait_closed` waits for it)."""
         self._worker.close()
+
+    async def wait_closed(self, timeout_s: float) -> None:
+        """After :meth:`close`: until the synthesis in progress finished and the thread ended
+        (at most ``timeout_s``), so that a stopped server leaves no thread behind."""
+        await self._worker.wait_closed(timeout_s)

@@ -9,6 +9,7 @@ simply dropped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
@@ -51,6 +52,7 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._ended: Future[None] = Future()  # set by the thread as it ends
 
     async def run(self, call: Callable[[], _T]) -> _T:
         """``call()`` on the worker thread; cancelling the wait leaves the call to finish
@@ -71,7 +73,21 @@ class Worker:
             self._closed = True
             self._jobs.put(None)
 
+    async def wait_closed(self, timeout_s: float) -> None:
+        """After :meth:`close`: until the call in progress (if any) has finished and the thread
+        has ended, at most ``timeout_s``; the event loop goes on meanwhile (it polls)."""
+        if self._thread is None:
+            return
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._ended)), timeout_s)
+
     def _loop(self) -> None:
+        try:
+            self._serve()
+        finally:
+            self._ended.set_result(None)
+
+    def _serve(self) -> None:
         while (job := self._jobs.get()) is not None:
             future, call = job
             if not future.set_running_or_notify_cancel():

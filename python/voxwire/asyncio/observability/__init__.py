@@ -1,0 +1,2 @@
+"""What a session tells about itself: latency, usage and interruption metrics (``metrics``)
+and OpenTelemetry spans (``tracing``)."""

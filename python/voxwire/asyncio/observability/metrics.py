@@ -1,0 +1,581 @@
+"""Session metrics: latencies, token usage and interruptions, per response and per session.
+
+Two parts:
+
+* :class:`MetricsCollector` does the arithmetic. It is pure — no I/O, no clock of its own: the
+  session feeds it the wire events it receives (and what it did itself: a commit, an
+  interruption, the first sample of a response played) together with the time, and it returns
+  the metrics that became complete. A test drives it with plain calls and made-up times.
+* :class:`MetricsRecorder` is the session's side: it feeds the collector with the session's
+  clock and, with an audio output attached, asks the session's one
+  :class:`~voxwire.asyncio.audio.playback.PlaybackMonitor` to report when a response's first audio
+  started playing (a clock has no callback: the monitor polls it in that window only).
+
+What is measured (all times in seconds, from the session's monotonic clock):
+
+* ``speech_end_to_first_audio_s``: from the end of the user's turn — server VAD's
+  ``input_audio_buffer.speech_stopped``, or the client's own ``input_audio_buffer.commit`` — to
+  the first ``response.output_audio.delta`` of the response that answers it;
+* ``speech_end_to_first_played_s``: from the same moment to the first sample of that response
+  leaving the audio output's ring (only with an audio output attached);
+* ``time_to_first_audio_s``: from ``response.created`` to its first audio delta (the model's
+  part of the latency; also set for responses no user turn started);
+* ``first_audio_to_first_played_s``: from the first audio delta received to its first sample
+  leaving the audio output (the client's own share: jitter buffer and device; audio output only);
+* ``underruns``: how often the attached :class:`~voxwire.audio.AudioOutput` ran dry between
+  ``response.created`` and the report (``None`` without one: a bare clock cannot tell);
+* ``duration_s``: ``response.created`` to ``response.done``;
+* ``usage``: the tokens of ``response.done``;
+* input transcription delay: end of the user's turn to
+  ``conversation.item.input_audio_transcription.completed`` (or ``.failed``), reported on its
+  own (:class:`TranscriptionMetrics`) because the service often completes the transcript after
+  the response is done;
+* per interruption and cut item (:class:`InterruptionMetrics`): where it was truncated
+  (``played_ms``, what the listener heard; ``None`` when nothing was and the item was deleted),
+  the audio received of it, and how much of that was dropped unplayed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Final, Literal, Protocol, TypeAlias
+
+from voxwire.protocol import server_events as se
+from voxwire.protocol.audio_ledger import SegmentKey
+from voxwire.protocol.objects import TranscriptDurationUsage, TranscriptTokenUsage, Usage
+
+__all__ = [
+    "FirstSampleWatch",
+    "InterruptionMetrics",
+    "LatencyStats",
+    "Metrics",
+    "MetricsCollector",
+    "MetricsRecorder",
+    "ResponseMetrics",
+    "SessionMetrics",
+    "TokenUsage",
+    "TranscriptionMetrics",
+    "TranscriptionUsage",
+]
+
+#: How many user items may wait for their transcription at once (transcription off: none ever
+#: completes, and the oldest anchors are forgotten).
+_MAX_PENDING_TRANSCRIPTIONS: Final = 256
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TokenUsage:
+    """Tokens of ``response.done``'s ``usage`` (0 where the server said nothing); they add up."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    input_text_tokens: int = 0
+    input_audio_tokens: int = 0
+    input_image_tokens: int = 0
+    input_cached_tokens: int = 0
+    output_text_tokens: int = 0
+    output_audio_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @classmethod
+    def from_usage(cls, usage: Usage | None) -> TokenUsage:
+        if usage is None:
+            return cls()
+        inp = usage.input_token_details
+        out = usage.output_token_details
+        return cls(
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            input_text_tokens=(inp.text_tokens or 0) if inp else 0,
+            input_audio_tokens=(inp.audio_tokens or 0) if inp else 0,
+            input_image_tokens=(inp.image_tokens or 0) if inp else 0,
+            input_cached_tokens=(inp.cached_tokens or 0) if inp else 0,
+            output_text_tokens=(out.text_tokens or 0) if out else 0,
+            output_audio_tokens=(out.audio_tokens or 0) if out else 0,
+        )
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            input_text_tokens=self.input_text_tokens + other.input_text_tokens,
+            input_audio_tokens=self.input_audio_tokens + other.input_audio_tokens,
+            input_image_tokens=self.input_image_tokens + other.input_image_tokens,
+            input_cached_tokens=self.input_cached_tokens + other.input_cached_tokens,
+            output_text_tokens=self.output_text_tokens + other.output_text_tokens,
+            output_audio_tokens=self.output_audio_tokens + other.output_audio_tokens,
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TranscriptionUsage:
+    """What input transcription was billed: tokens (``gpt-4o-transcribe`` style) or seconds of
+    audio (``whisper-1``), from ``…input_audio_transcription.completed``; they add up."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    audio_s: float = 0.0
+
+    @classmethod
+    def from_usage(
+        cls, usage: TranscriptTokenUsage | TranscriptDurationUsage | None
+    ) -> TranscriptionUsage:
+        if isinstance(usage, TranscriptTokenUsage):
+            return cls(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+        if isinstance(usage, TranscriptDurationUsage):
+            return cls(audio_s=usage.seconds)
+        return cls()
+
+    def __add__(self, other: TranscriptionUsage) -> TranscriptionUsage:
+        return TranscriptionUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            audio_s=self.audio_s + other.audio_s,
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResponseMetrics:
+    """One response, reported once it is done — and, with an audio output attached, once its
+    first sample played (or its audio was interrupted unheard).
+
+    ``input_item_id``: the user's audio item whose end the latencies count from (``None`` when
+    no user turn ended before this response: a text message, a tool output, a manual
+    ``create_response``; then the ``speech_end_*`` fields are ``None`` too). ``interrupted``:
+    the response was cancelled, or cut by an interruption while it ran.
+    """
+
+    type: Literal["response"] = field(default="response", init=False)
+    response_id: str
+    status: str | None
+    out_of_band: bool = False
+    input_item_id: str | None = None
+    speech_end_to_first_audio_s: float | None = None
+    speech_end_to_first_played_s: float | None = None
+    time_to_first_audio_s: float | None = None
+    first_audio_to_first_played_s: float | None = None
+    duration_s: float = 0.0
+    interrupted: bool = False
+    underruns: int | None = None
+    usage: TokenUsage = field(default_factory=TokenUsage)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TranscriptionMetrics:
+    """The user's item ``item_id`` was transcribed ``delay_s`` after the user's turn ended
+    (``failed``: the transcription failed after that long), billed ``usage``."""
+
+    type: Literal["input_transcription"] = field(default="input_transcription", init=False)
+    item_id: str
+    delay_s: float
+    failed: bool = False
+    usage: TranscriptionUsage = field(default_factory=TranscriptionUsage)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InterruptionMetrics:
+    """One item cut by an interruption: ``played_ms`` is the truncation point sent (what the
+    listener heard; ``None``: nothing was, the item was deleted), ``received_ms`` the audio
+    received of it by then, ``dropped_ms`` the part of that never played."""
+
+    type: Literal["interruption"] = field(default="interruption", init=False)
+    item_id: str
+    content_index: int
+    response_id: str | None
+    played_ms: int | None
+    received_ms: int
+    dropped_ms: int
+
+
+Metrics: TypeAlias = ResponseMetrics | TranscriptionMetrics | InterruptionMetrics
+"""What a ``metrics_collected`` event carries."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LatencyStats:
+    """Count, sum, minimum and maximum of one latency over the session (constant size)."""
+
+    count: int = 0
+    total_s: float = 0.0
+    min_s: float | None = None
+    max_s: float | None = None
+
+    @property
+    def mean_s(self) -> float | None:
+        return self.total_s / self.count if self.count else None
+
+    def add(self, value_s: float | None) -> LatencyStats:
+        if value_s is None:
+            return self
+        return LatencyStats(
+            count=self.count + 1,
+            total_s=self.total_s + value_s,
+            min_s=value_s if self.min_s is None else min(self.min_s, value_s),
+            max_s=value_s if self.max_s is None else max(self.max_s, value_s),
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SessionMetrics:
+    """Totals of the session so far (``session.metrics``). ``interruptions`` counts every time
+    playback or a response was cut — by ``interrupt()`` or by the user speaking over the
+    assistant — including cuts of audio still playing after its response was done."""
+
+    responses: int = 0
+    interrupted_responses: int = 0
+    interruptions: int = 0
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    speech_end_to_first_audio: LatencyStats = field(default_factory=LatencyStats)
+    speech_end_to_first_played: LatencyStats = field(default_factory=LatencyStats)
+    time_to_first_audio: LatencyStats = field(default_factory=LatencyStats)
+    response_duration: LatencyStats = field(default_factory=LatencyStats)
+    input_transcription_delay: LatencyStats = field(default_factory=LatencyStats)
+    transcription_usage: TranscriptionUsage = field(default_factory=TranscriptionUsage)
+    first_audio_to_first_played: LatencyStats = field(default_factory=LatencyStats)
+    underruns: int = 0
+    dropped_audio_ms: int = 0
+    """Audio received but never played because an interruption cut it."""
+
+
+@dataclass(slots=True)
+class _Open:
+    """A response being measured."""
+
+    created_s: float
+    out_of_band: bool
+    speech_end_s: float | None
+    input_item_id: str | None
+    first_audio_s: float | None = None
+    first_played_s: float | None = None
+    playback_over: bool = False  # played, or cut before anything played
+    interrupted: bool = False
+    done: ResponseMetrics | None = None  # set at response.done, reported when playback allows
+
+
+class MetricsCollector:
+    """The arithmetic of the session's metrics (see the module docstring). Feed it with
+    :meth:`received` (each wire event, with the time it was handled) and the session's own
+    actions; each call returns the metrics it completed, in order.
+
+    ``track_playback``: an audio output is attached, so a response with audio is reported once
+    :meth:`played` (or :meth:`playback_cut`) says what became of its first sample.
+    ``is_out_of_band``: tells out-of-band responses (``conversation="none"``) apart; they never
+    answer the user's turn.
+    """
+
+    def __init__(
+        self,
+        *,
+        track_playback: bool = False,
+        is_out_of_band: Callable[[str], bool] | None = None,
+    ) -> None:
+        self._track_playback = track_playback
+        self._is_out_of_band = is_out_of_band
+        self._turn_end_s: float | None = None  # the end of the user's last turn, not answered yet
+        self._turn_item_id: str | None = None
+        self._commit_s: float | None = None  # the client committed; the server names the item
+        self._item_end_s: OrderedDict[str, float] = OrderedDict()  # for the transcription delay
+        self._open: dict[str, _Open] = {}
+        self._totals = SessionMetrics()
+
+    # --- what the session does --------------------------------------------------------------
+
+    def committed(self, now_s: float) -> None:
+        """The client sent ``input_audio_buffer.commit``: the user's turn ends now."""
+        self._commit_s = now_s
+        self._turn_end_s = now_s
+        self._turn_item_id = None
+
+    def interrupted(self, response_ids: Iterable[str]) -> None:
+        """Playback or responses were cut (``interrupt()`` or barge-in); ``response_ids``: the
+        responses that were still running."""
+        self._totals = replace(self._totals, interruptions=self._totals.interruptions + 1)
+        for response_id in response_ids:
+            record = self._open.get(response_id)
+            if record is not None and record.done is None:
+                record.interrupted = True
+
+    def wants_playback(self, response_id: str) -> bool:
+        """The response has audio and nothing of it was seen playing yet."""
+        record = self._open.get(response_id)
+        return (
+            self._track_playback
+            and record is not None
+            and record.first_played_s is None
+            and not record.playback_over
+        )
+
+    def played(self, response_id: str, now_s: float) -> list[Metrics]:
+        """The first sample of the response left the audio output."""
+        record = self._open.get(response_id)
+        if record is None or record.playback_over:
+            return []
+        record.first_played_s = now_s
+        record.playback_over = True
+        return self._report_if_ready(response_id, record)
+
+    def playback_cut(self) -> list[Metrics]:
+        """An interruption dropped the audio output's ring: responses none of whose audio had
+        played yet will not play it."""
+        out: list[Metrics] = []
+        for response_id, record in list(self._open.items()):
+            if record.first_audio_s is not None and not record.playback_over:
+                record.playback_over = True
+                out += self._report_if_ready(response_id, record)
+        return out
+
+    def flush(self) -> list[Metrics]:
+        """The session ends: report what waited for playback, as it is."""
+        out: list[Metrics] = []
+        for response_id, record in list(self._open.items()):
+            if record.done is not None:
+                record.playback_over = True
+                out += self._report_if_ready(response_id, record)
+        return out
+
+    def cut(self, items: Iterable[InterruptionMetrics]) -> list[Metrics]:
+        """An interruption cut these items (after :meth:`interrupted`): reported as they are,
+        their unplayed audio added to the totals."""
+        out: list[Metrics] = list(items)
+        dropped = sum(item.dropped_ms for item in out if isinstance(item, InterruptionMetrics))
+        self._totals = replace(
+            self._totals, dropped_audio_ms=self._totals.dropped_audio_ms + dropped
+        )
+        return out
+
+    def snapshot(self) -> SessionMetrics:
+        return self._totals
+
+    # --- what the server says -------------------------------------------------------------------
+
+    def received(self, event: se.ReceivedEvent, now_s: float) -> list[Metrics]:
+        """Account for one wire event handled at ``now_s``."""
+        if type(event) is se.ResponseOutputAudioDelta:  # the frequent one: keep it short
+            record = self._open.get(event.response_id)
+            if record is not None and record.first_audio_s is None:
+                record.first_audio_s = now_s
+            return []
+        handler = _HANDLERS.get(type(event))
+        return handler(self, event, now_s) if handler is not None else []
+
+    def _on_speech_stopped(
+        self, event: se.InputAudioBufferSpeechStopped, now_s: float
+    ) -> list[Metrics]:
+        self._turn_end_s = now_s
+        self._turn_item_id = event.item_id
+        self._remember_item(event.item_id, now_s)
+        return []
+
+    def _on_committed(self, event: se.InputAudioBufferCommitted, now_s: float) -> list[Metrics]:
+        if self._commit_s is not None:  # the client's own commit: now the item has a name
+            self._remember_item(event.item_id, self._commit_s)
+            if self._turn_end_s == self._commit_s and self._turn_item_id is None:
+                self._turn_item_id = event.item_id
+            self._commit_s = None
+        return []
+
+    def _on_response_created(self, event: se.ResponseCreated, now_s: float) -> list[Metrics]:
+        response_id = event.response.id
+        if response_id is None:
+            return []
+        out_of_band = self._is_out_of_band is not None and self._is_out_of_band(response_id)
+        turn_end_s = turn_item_id = None
+        if not out_of_band:  # this response answers the user's last turn, if one ended
+            turn_end_s, turn_item_id = self._turn_end_s, self._turn_item_id
+            self._turn_end_s = self._turn_item_id = None
+        self._open[response_id] = _Open(
+            created_s=now_s,
+            out_of_band=out_of_band,
+            speech_end_s=turn_end_s,
+            input_item_id=turn_item_id,
+        )
+        return []
+
+    def _on_response_done(self, event: se.ResponseDone, now_s: float) -> list[Metrics]:
+        response = event.response
+        record = self._open.get(response.id or "")
+        if record is None or response.id is None:
+            return []
+        first_audio = record.first_audio_s
+        record.done = ResponseMetrics(
+            response_id=response.id,
+            status=response.status,
+            out_of_band=record.out_of_band,
+            input_item_id=record.input_item_id,
+            speech_end_to_first_audio_s=_since(record.speech_end_s, first_audio),
+            time_to_first_audio_s=_since(record.created_s, first_audio),
+            duration_s=now_s - record.created_s,
+            interrupted=record.interrupted or response.status == "cancelled",
+            usage=TokenUsage.from_usage(response.usage),
+        )
+        if first_audio is None or not self._track_playback:
+            record.playback_over = True
+        return self._report_if_ready(response.id, record)
+
+    def _on_transcription_done(
+        self,
+        event: se.InputAudioTranscriptionCompleted | se.InputAudioTranscriptionFailed,
+        now_s: float,
+    ) -> list[Metrics]:
+        end_s = self._item_end_s.pop(event.item_id, None)
+        if end_s is None:
+            return []
+        completed = event if isinstance(event, se.InputAudioTranscriptionCompleted) else None
+        metrics = TranscriptionMetrics(
+            item_id=event.item_id,
+            delay_s=now_s - end_s,
+            failed=completed is None,
+            usage=TranscriptionUsage.from_usage(completed.usage if completed else None),
+        )
+        if completed is not None:
+            totals = self._totals
+            self._totals = replace(
+                totals,
+                input_transcription_delay=totals.input_transcription_delay.add(metrics.delay_s),
+                transcription_usage=totals.transcription_usage + metrics.usage,
+            )
+        return [metrics]
+
+    # --- bookkeeping ------------------------------------------------------------------------------
+
+    def _remember_item(self, item_id: str, end_s: float) -> None:
+        self._item_end_s[item_id] = end_s
+        while len(self._item_end_s) > _MAX_PENDING_TRANSCRIPTIONS:
+            self._item_end_s.popitem(last=False)
+
+    def _report_if_ready(self, response_id: str, record: _Open) -> list[Metrics]:
+        if record.done is None or not record.playback_over:
+            return []
+        del self._open[response_id]
+        metrics = record.done
+        if record.first_played_s is not None:
+            metrics = replace(
+                metrics,
+                speech_end_to_first_played_s=_since(record.speech_end_s, record.first_played_s),
+                first_audio_to_first_played_s=_since(record.first_audio_s, record.first_played_s),
+            )
+        t = self._totals
+        # replace(): every total not named here (transcriptions, drops) is kept as it is.
+        self._totals = replace(
+            t,
+            responses=t.responses + 1,
+            interrupted_responses=t.interrupted_responses + metrics.interrupted,
+            usage=t.usage + metrics.usage,
+            speech_end_to_first_audio=t.speech_end_to_first_audio.add(
+                metrics.speech_end_to_first_audio_s
+            ),
+            speech_end_to_first_played=t.speech_end_to_first_played.add(
+                metrics.speech_end_to_first_played_s
+            ),
+            time_to_first_audio=t.time_to_first_audio.add(metrics.time_to_first_audio_s),
+            first_audio_to_first_played=t.first_audio_to_first_played.add(
+                metrics.first_audio_to_first_played_s
+            ),
+            response_duration=t.response_duration.add(metrics.duration_s),
+        )
+        return [metrics]
+
+
+def _since(start_s: float | None, end_s: float | None) -> float | None:
+    return None if start_s is None or end_s is None else end_s - start_s
+
+
+_Handler = Callable[[MetricsCollector, se.ReceivedEvent, float], list[Metrics]]
+
+_HANDLERS: dict[type, _Handler] = {
+    se.InputAudioBufferSpeechStopped: MetricsCollector._on_speech_stopped,  # type: ignore[dict-item]
+    se.InputAudioBufferCommitted: MetricsCollector._on_committed,  # type: ignore[dict-item]
+    se.ResponseCreated: MetricsCollector._on_response_created,  # type: ignore[dict-item]
+    se.ResponseDone: MetricsCollector._on_response_done,  # type: ignore[dict-item]
+    se.InputAudioTranscriptionCompleted: MetricsCollector._on_transcription_done,  # type: ignore[dict-item]
+    se.InputAudioTranscriptionFailed: MetricsCollector._on_transcription_done,  # type: ignore[dict-item]
+}
+
+
+class FirstSampleWatch(Protocol):
+    """What the recorder needs of the session's playback monitor
+    (:class:`~voxwire.asyncio.audio.playback.PlaybackMonitor`): a call when a response's first
+    sample was heard, and being told that playback was cut."""
+
+    def watch_first_sample(
+        self, response_id: str, key: SegmentKey, on_played: Callable[[str], None]
+    ) -> None: ...
+
+    def cut(self) -> None: ...
+
+
+class MetricsRecorder:
+    """The session's side of metrics: a :class:`MetricsCollector` fed with the session's clock,
+    the session's :class:`~voxwire.asyncio.audio.playback.PlaybackMonitor` when an audio output is
+    attached, and ``emit`` for what they complete. The session calls one method per thing that
+    happened; ``aclose()`` (on shutdown) reports what still waited for playback."""
+
+    def __init__(
+        self,
+        *,
+        now: Callable[[], float],
+        emit: Callable[[Metrics], None],
+        playback: FirstSampleWatch | None,
+        is_out_of_band: Callable[[str], bool] | None = None,
+        underruns: Callable[[], int] | None = None,
+    ) -> None:
+        self._now = now
+        self._emit = emit
+        self.collector = MetricsCollector(
+            track_playback=playback is not None, is_out_of_band=is_out_of_band
+        )
+        self._playback = playback
+        self._underruns = underruns
+        self._underruns_at: dict[str, int] = {}  # response id -> the output's count at created
+
+    def snapshot(self) -> SessionMetrics:
+        totals = self.collector.snapshot()
+        if self._underruns is not None:
+            totals = replace(totals, underruns=self._underruns())
+        return totals
+
+    def on_server_event(self, event: se.ReceivedEvent) -> None:
+        if (
+            self._underruns is not None
+            and isinstance(event, se.ResponseCreated)
+            and event.response.id is not None
+        ):
+            self._underruns_at[event.response.id] = self._underruns()
+        self._emit_all(self.collector.received(event, self._now()))
+
+    def audio_pushed(self, response_id: str, key: SegmentKey) -> None:
+        """Audio of the response went into the audio output."""
+        if self._playback is not None and self.collector.wants_playback(response_id):
+            self._playback.watch_first_sample(response_id, key, self._played)
+
+    def committed(self) -> None:
+        self.collector.committed(self._now())
+
+    def interrupted(
+        self, response_ids: Iterable[str], cut: Iterable[InterruptionMetrics] = ()
+    ) -> None:
+        self.collector.interrupted(response_ids)
+        if self._playback is not None:
+            self._playback.cut()
+            self._emit_all(self.collector.playback_cut())
+        self._emit_all(self.collector.cut(cut))
+
+    def close(self) -> None:
+        """The session is ending (its playback monitor is closed by its owner)."""
+        self._emit_all(self.collector.flush())
+
+    def _played(self, response_id: str) -> None:
+        self._emit_all(self.collector.played(response_id, self._now()))
+
+    def _emit_all(self, metrics: list[Metrics]) -> None:
+        for item in metrics:
+            if isinstance(item, ResponseMetrics) and self._underruns is not None:
+                start = self._underruns_at.pop(item.response_id, None)
+                if start is not None:
+                    item = replace(item, underruns=self._underruns() - start)
+            self._emit(item)

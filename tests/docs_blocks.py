@@ -1,0 +1,198 @@
+"""The fenced Python blocks of README.md, docs/*.md and examples/*.md, and how the tests run
+them (tests/test_docs.py; a page added to docs/ is picked up by itself).
+
+A block is a program: it runs as written, top-level ``await`` allowed (as in ``python -m
+asyncio``; a script wraps it in ``async def main()`` and ``asyncio.run(main())``), in a fresh
+namespace, in a temporary working directory, bounded by a timeout. Its first lines may carry a
+marker, a comment the reader sees too:
+
+* ``# fragment: why`` — not a program (an API listing, a piece of a larger one): not run.
+* ``# needs: OPENAI_API_KEY`` — written for the hosted service. The tests run it against the
+  local server on loopback instead (a server with :data:`DOCS_SCENARIO` standing in for the
+  model), by pointing the session's default URL at it; the key is unset while it runs, so a
+  block that reaches for the hosted service without saying so fails.
+* ``# needs: a sound card`` — opens the microphone or speaker. The tests run it in a child
+  process whose ALSA default device is README's null-device recipe (PortAudio opens it like a
+  real device); skipped, with the reason, without the PortAudio library.
+* ``# needs: PostgreSQL (VOXWIRE_STORE)`` — a PostgreSQL conninfo in ``VOXWIRE_STORE``; the
+  tests give it a throwaway cluster's (skipped, with the reason, where the server binaries or
+  psycopg are missing).
+
+Several needs go on one line, separated by commas.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import inspect
+import re
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from voxwire.server import Pacing, RealtimeServer, Scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+BLOCK_TIMEOUT_S = 30.0
+
+HOSTED = "OPENAI_API_KEY"
+SOUND_CARD = "a sound card"
+POSTGRES = "PostgreSQL (VOXWIRE_STORE)"
+KNOWN_NEEDS = (HOSTED, SOUND_CARD, POSTGRES)
+
+_FENCE = re.compile(r"^(`{3,})(\w*)\s*$")
+_MARKER = re.compile(r"^#\s*(fragment|needs):\s*(.*?)\s*$")
+
+#: The local server's answers while a ``needs: OPENAI_API_KEY`` block runs: the words the
+#: examples use, answered as a model following their instructions would.
+DOCS_SCENARIO = Scenario.from_mapping(
+    {
+        "rules": [
+            {"match": "weather", "call": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+            {"after_tool": "get_weather", "say": "It is {output.temperature} degrees in Paris."},
+            {
+                "match": "refund",
+                "call": {"name": "refund", "arguments": {"order_id": "B-42", "amount": 30.0}},
+            },
+            {"after_tool": "refund", "say": "Done: {output}"},
+            {
+                "match": "supervisor",
+                "call": {"name": "ask_refund_supervisor", "arguments": {"order_id": "B-42"}},
+            },
+            {"after_tool": "ask_refund_supervisor", "say": "The supervisor says: {output}"},
+            {
+                "match": "flights?",
+                "call": {"name": "search_flights", "arguments": {"destination": "Rome"}},
+            },
+            {"after_tool": "search_flights", "say": "The best offer: {output}"},
+            {"after_system": "Progress of", "say": "Still searching, one moment."},
+            {"match": "docs", "mcp": {"server_label": "docs", "name": "search", "arguments": {}}},
+            {"match": "publish", "mcp": {"server_label": "docs", "name": "publish"}},
+            {"after_tool": "search", "say": "The docs say: {output}"},
+            {"after_tool": "publish", "say": "Published: {output}"},
+            {"match": "hello|hi\\b", "say": "Hello! How can I help?"},
+        ],
+        "fallback": "You said: {text}",
+        "mcp_servers": {
+            "docs": {
+                "tools": [
+                    {"name": "search", "read_only": True, "output": "Three pages match."},
+                    {"name": "publish", "output": "Published."},
+                ]
+            }
+        },
+    }
+)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced ``python`` block of a page."""
+
+    page: Path
+    line: int  # of its first code line, 1-based
+    source: str
+    fragment: str | None  # why it is not run; None: it runs
+    needs: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def pages() -> list[Path]:
+    """README.md, every docs/*.md and examples/*.md, in a stable order."""
+    found = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return found + sorted((ROOT / "examples").glob("**/*.md"))
+
+
+def blocks(page: Path) -> list[Block]:
+    """The page's ``python`` blocks with their markers."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    found: list[Block] = []
+    index = 0
+    while index < len(lines):
+        opening = _FENCE.match(lines[index])
+        if opening is None:
+            index += 1
+            continue
+        end = index + 1
+        while end < len(lines) and lines[end].rstrip() != opening.group(1):
+            end += 1
+        if opening.group(2) in ("python", "py"):
+            found.append(_block(page, index + 2, lines[index + 1 : end]))
+        index = end + 1
+    return found
+
+
+def _block(page: Path, line: int, code: list[str]) -> Block:
+    fragment: str | None = None
+    needs: list[str] = []
+    for text in code:
+        marker = _MARKER.match(text.strip())
+        if marker is None:
+            break
+        if marker.group(1) == "fragment":
+            fragment = marker.group(2) or "fragment"
+        else:
+            needs += [need.strip() for need in marker.group(2).split(",") if need.strip()]
+    return Block(page, line, "\n".join(code) + "\n", fragment, tuple(needs))
+
+
+def all_blocks() -> list[Block]:
+    return [block for page in pages() for block in blocks(page)]
+
+
+def compiled(block: Block) -> Any:
+    """The block as code whose line numbers are the page's (tracebacks point into the page)."""
+    source = "\n" * (block.line - 1) + block.source
+    return compile(source, str(block.page), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+async def run_block(block: Block) -> None:
+    """Run ``block`` (top-level await allowed), with the local server standing in for the
+    hosted service if it needs one; bounded by :data:`BLOCK_TIMEOUT_S`."""
+    code = compiled(block)
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    async with _local_service(HOSTED in block.needs):
+        result = eval(code, namespace)
+        if inspect.isawaitable(result):
+            await asyncio.wait_for(result, BLOCK_TIMEOUT_S)
+
+
+@asynccontextmanager
+async def _local_service(wanted: bool) -> AsyncIterator[None]:
+    """The local server, with the session's default URL pointing at it, while the block runs."""
+    if not wanted:
+        yield
+        return
+    # RealtimeSession's default endpoint (DEFAULT_URL beside build_url, which reads it when a
+    # session is made): the one place the hosted service's address lives.
+    from voxwire.asyncio.options import build_url
+
+    endpoint = sys.modules[build_url.__module__]
+
+    hosted = endpoint.DEFAULT_URL
+    pacing = Pacing(audio_pace=0, text_tokens_per_s=0)
+    async with RealtimeServer(scenario=DOCS_SCENARIO, pacing=pacing) as server:
+        endpoint.DEFAULT_URL = f"{server.base_url}/realtime"
+        try:
+            yield
+        finally:
+            endpoint.DEFAULT_URL = hosted
+
+
+def main(argv: list[str]) -> int:
+    """``python -m tests.docs_blocks PAGE LINE``: run one block here (a child process)."""
+    page, line = Path(argv[0]).resolve(), int(argv[1])
+    (block,) = [b for b in blocks(page) if b.line == line]
+    asyncio.run(run_block(block))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,105 @@
+"""Every fenced Python block of README.md, docs/*.md and examples/*.md runs (tests/docs_blocks.py
+says how, and what the markers mean); and the docs keep one list of what is built."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.audio.test_devices import ASOUNDRC
+from tests.children import child_env
+from tests.docs_blocks import (
+    BLOCK_TIMEOUT_S,
+    HOSTED,
+    KNOWN_NEEDS,
+    POSTGRES,
+    ROOT,
+    SOUND_CARD,
+    Block,
+    all_blocks,
+    compiled,
+    pages,
+    run_block,
+)
+from tests.store.conftest import _why_no_postgres
+
+BLOCKS = all_blocks()
+RUNNABLE = [b for b in BLOCKS if b.fragment is None]
+
+
+@pytest.mark.parametrize("block", RUNNABLE, ids=lambda b: b.id)
+def test_block_runs(
+    block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    unknown = [need for need in block.needs if need not in KNOWN_NEEDS]
+    assert not unknown, f"{block.id}: unknown '# needs:' {unknown}; known: {KNOWN_NEEDS}"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    if POSTGRES in block.needs:
+        reason = _why_no_postgres()
+        if reason is not None:
+            pytest.skip(reason)
+        monkeypatch.setenv("VOXWIRE_STORE", request.getfixturevalue("pg_cluster"))
+    if SOUND_CARD in block.needs:
+        run_with_null_sound_card(block, tmp_path)
+    else:
+        asyncio.run(run_block(block))
+
+
+def run_with_null_sound_card(block: Block, home: Path) -> None:
+    """In a child process whose ALSA default device is README's null-device recipe."""
+    if ctypes.util.find_library("portaudio") is None:
+        pytest.skip("the PortAudio library is not installed (apt install libportaudio2)")
+    (home / ".asoundrc").write_text(ASOUNDRC)
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.docs_blocks", str(block.page), str(block.line)],
+        env=child_env(HOME=str(home)),
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=BLOCK_TIMEOUT_S + 30,
+        check=False,
+    )
+    assert child.returncode == 0, child.stdout + child.stderr
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=lambda b: b.id)
+def test_block_is_a_program_or_says_it_is_a_fragment(block: Block) -> None:
+    if block.fragment is None:
+        compiled(block)  # a SyntaxError names the page and line
+    else:
+        assert len(block.fragment) > 3, f"{block.id}: say why it is a fragment"
+
+
+def test_the_collector_finds_the_pages_and_their_blocks() -> None:
+    names = {page.relative_to(ROOT).as_posix() for page in pages()}
+    assert {"README.md", "docs/session.md", "docs/agents.md", "docs/server.md"} <= names
+    assert len(RUNNABLE) >= 20
+    assert any(HOSTED in b.needs for b in RUNNABLE)
+    assert any(SOUND_CARD in b.needs for b in RUNNABLE)
+
+
+_NOT_BUILT = re.compile(r"^#+ .*\b(not done|not built|not yet built|to do|todo)\b", re.I | re.M)
+_TEST_COUNT = re.compile(r"\(\d+ tests?\b|\b\d+ tests? pass", re.I)
+
+
+@pytest.mark.parametrize("page", [p for p in pages() if p.name != "README.md"], ids=str)
+def test_only_readme_lists_what_is_built(page: Path) -> None:
+    """README's table says what is built and what is not; pages describe what they document
+    (with its limits) and keep no list of their own that could go stale."""
+    text = page.read_text(encoding="utf-8")
+    lists = _NOT_BUILT.findall(text)
+    assert not lists, f"{page.name}: a 'not done' list {lists}; README's 'Not built yet' has it"
+    counts = _TEST_COUNT.findall(text)
+    assert not counts, f"{page.name}: test counts {counts} go stale; name the files instead"
+
+
+def test_readme_gives_the_alsa_recipe_the_device_tests_use() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"```\n{ASOUNDRC}```" in readme

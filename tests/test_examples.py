@@ -1,0 +1,178 @@
+"""The apps in examples/, run as a user runs them: as programs (child processes using this run's
+voxwire), against the local server on loopback with each example's scenario."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.children import ROOT, child_env
+from tests.store.conftest import _why_no_postgres
+from voxwire.audio import read_wav
+from voxwire.server import Pacing, RealtimeServer, Scenario
+
+EXAMPLES = ROOT / "examples"
+FAST = Pacing(audio_pace=0, text_tokens_per_s=0)
+
+
+@asynccontextmanager
+async def local_server(scenario: str, **options: object) -> AsyncIterator[RealtimeServer]:
+    options.setdefault("tts", None)
+    options.setdefault("pacing", FAST)
+    path = EXAMPLES / "scenarios" / scenario
+    async with RealtimeServer(scenario=Scenario.from_file(path), **options) as server:  # type: ignore[arg-type]
+        yield server
+
+
+async def example(*args: str, cwd: Path | None = None) -> str:
+    """Run ``python examples/ARGS...``; its stdout (fails with its stderr on a non-zero exit)."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=child_env(),
+        cwd=cwd or ROOT,
+    )
+    stdout, stderr = await asyncio.wait_for(child.communicate(), 60)
+    assert child.returncode == 0, stdout.decode() + stderr.decode()
+    return stdout.decode()
+
+
+def test_handoff_example_hands_over_to_billing_and_its_tool() -> None:
+    async def body() -> str:
+        async with local_server("handoff.json") as server:
+            return await example(
+                "examples/handoff.py", "--url", server.url(), "I was charged twice for order 42."
+            )
+
+    lines = asyncio.run(body()).splitlines()
+    assert lines == [
+        "user: I was charged twice for order 42.",
+        "FrontDesk: Let me pass you to our billing desk.",
+        "[handoff] FrontDesk -> Billing",
+        '[tool] refund_status -> {"order_id":"42","status":"refund was started on Monday",'
+        '"days":"five"}',
+        "Billing: Billing desk here. For order 42 the refund was started on Monday; it takes "
+        "five working days.",
+    ]
+
+
+def test_persistent_agent_goes_on_after_a_restart_from_postgresql(
+    request: pytest.FixtureRequest,
+) -> None:
+    """Two runs of the example, each a process of its own against a server of its own (the
+    first server is gone when the second run starts): the second run finds the conversation in
+    PostgreSQL, replays it to the new server and answers after it."""
+    reason = _why_no_postgres()
+    if reason is not None:
+        pytest.skip(reason)
+    conninfo: str = request.getfixturevalue("pg_cluster")
+    schema = f"example_{uuid.uuid4().hex[:8]}"
+
+    async def run(line: str) -> str:
+        async with local_server("orders.json") as server:
+            return await example(
+                "examples/persistent_agent.py",
+                *("--store", conninfo, "--schema", schema, "--conversation", "call-1"),
+                *("--url", server.url(), line),
+            )
+
+    first = asyncio.run(run("Where is my order 42?"))
+    assert "(earlier)" not in first
+    assert "agent: Order 42 shipped on Monday; it arrives tomorrow." in first
+    second = asyncio.run(run("Thank you!")).splitlines()
+    assert second == [
+        "  (earlier) user: Where is my order 42?",
+        '  (earlier) tool lookup_order -> {"order_id":"42","status":"shipped on Monday",'
+        '"arrives":"tomorrow"}',
+        "  (earlier) assistant: Order 42 shipped on Monday; it arrives tomorrow.",
+        "user: Thank you!",
+        "agent: You are welcome. Anything else about your order?",
+    ]
+
+
+def spoken(*parts: str | float) -> np.ndarray[Any, np.dtype[np.int16]]:
+    """24 kHz PCM16: each text spoken by the local server's voice, each number seconds of
+    silence."""
+    from voxwire.server.engines.tts import Voice
+
+    voice = Voice.load("auto")
+    try:
+        pcm = []
+        for part in parts:
+            if isinstance(part, str):
+                audio = voice.speak_blocking(part, "echo", 1.0, "audio/pcm").audio
+                pcm.append(np.frombuffer(audio, dtype="<i2").astype(np.int16))
+            else:
+                pcm.append(np.zeros(int(part * 24_000), np.int16))
+    finally:
+        voice.close()
+    return np.concatenate(pcm)
+
+
+def test_device_assistant_answers_and_is_cut_by_local_barge_in(tmp_path: Path) -> None:
+    """A WAV file as the microphone (played in real time), a WAV-writing virtual speaker (real
+    time too): the user asks, the agent answers at length, the user talks over it; the local
+    detector cuts it, and the truncation is what the speaker played."""
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import device_assistant
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    from voxwire.audio import WavFileInput, WavFileOutput, write_wav
+
+    question = tmp_path / "user.wav"
+    write_wav(
+        question, spoken(0.3, "What can you tell me?", 1.5, "Stop, please stop.", 1.5), 24_000
+    )
+    answer = " ".join(["Here is a long answer that goes on for quite a while."] * 6)
+    scenario = Scenario.from_mapping({"rules": [], "fallback": answer})
+
+    async def body() -> tuple[Any, list[Any]]:
+        pacing = Pacing(audio_pace=4)
+        async with RealtimeServer(scenario=scenario, pacing=pacing) as server:
+            seen: list[Any] = []
+
+            def until(event: Any) -> bool:
+                seen.append(event)
+                return bool(event.type == "audio_interrupted")
+
+            speaker = WavFileOutput(tmp_path / "heard.wav", latency_ms=20)
+            session = await device_assistant.assist(
+                WavFileInput(question), speaker, url=server.url(), until=until
+            )
+            return session, seen
+
+    session, seen = asyncio.run(asyncio.wait_for(body(), 30))
+    assert session.microphone.barge_ins >= 1  # the local detector heard the user
+    cut = seen[-1]
+    assert cut.type == "audio_interrupted"
+    assert cut.played_ms is not None
+    assert 200 < cut.played_ms < 20_000  # some of the answer was heard, not all of it
+    heard = read_wav(tmp_path / "heard.wav").pcm
+    assert np.abs(heard.astype(np.int32)).max() > 1000  # the agent was heard before the cut
+
+
+def test_the_example_test_suite_passes() -> None:
+    """examples/testing_your_agent: a user's own tests of their agent, run as they run them."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "testing_your_agent"],
+        env=child_env(),
+        cwd=EXAMPLES,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 passed" in done.stdout
