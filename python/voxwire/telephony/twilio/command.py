@@ -1,5 +1,6 @@
 """``voxwire phone``: answer Twilio calls with an agent (the webhook and the media stream on one
-port; see :mod:`.serve` and docs/telephony-twilio.md)."""
+port; see :mod:`.serve` and docs/telephony-twilio.md). Its arguments are declared in
+``voxwire/cli.py`` (``_add_phone``), so that ``voxwire --help`` does not load the session."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import importlib
 import json
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from voxwire.exceptions import ConfigurationError
@@ -18,47 +18,7 @@ from voxwire.exceptions import ConfigurationError
 if TYPE_CHECKING:
     from voxwire.agents import RealtimeAgent
 
-__all__ = ["add_phone_parser", "load_agent", "main"]
-
-
-def add_phone_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The ``phone`` subcommand of ``voxwire``."""
-    ph = sub.add_parser(
-        "phone",
-        help="answer Twilio calls with an agent (voice webhook + media stream on one port)",
-        description="Set the Twilio number's voice webhook ('A call comes in') to "
-        "PUBLIC_URL/twiml (HTTP POST or GET). OPENAI_API_KEY for the hosted service; "
-        "TWILIO_AUTH_TOKEN to check Twilio's signatures (recommended on a public URL).",
-    )
-    ph.add_argument(
-        "agent",
-        help="the agent, as module:attribute (a RealtimeAgent or a "
-        "function returning one), e.g. myapp.agents:receptionist",
-    )
-    ph.add_argument(
-        "--url", help="a Realtime endpoint (e.g. a `voxwire serve`) instead of the hosted service"
-    )
-    ph.add_argument("--model", help="the Realtime model (hosted service)")
-    ph.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    ph.add_argument("--port", type=int, default=8080, help="port (0: any free port)")
-    ph.add_argument(
-        "--public-url",
-        help="the https:// URL Twilio reaches this server at (a "
-        "tunnel or proxy); default: from the request's Host header",
-    )
-    ph.add_argument(
-        "--config",
-        type=Path,
-        help="session configuration, a JSON file (turn "
-        "detection, voice ...; the audio formats are set to audio/pcmu)",
-    )
-    ph.add_argument(
-        "--chunk-ms",
-        type=int,
-        default=40,
-        help="audio per media message, each followed by a mark: the truncation bound (default 40)",
-    )
-    ph.set_defaults(func=main)
+__all__ = ["load_agent", "main"]
 
 
 def load_agent(spec: str) -> RealtimeAgent:
