@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
 from voxwire.asyncio import RealtimeSession
+from voxwire.audio import Resampler, read_wav, write_wav
 from voxwire.exceptions import InvalidState
 from voxwire.server import Pacing, RealtimeServer
 from voxwire.telephony.twilio import (
@@ -191,7 +193,11 @@ def test_voxwire_phone_answers_a_simulated_call(tmp_path: Path) -> None:
     """`voxwire phone module:attribute --url <local server>`: the webhook, then a call through
     it; the caller hears the agent's answer after its tool call."""
     config = tmp_path / "config.json"
-    config.write_text(__import__("json").dumps(CONFIG))
+    config.write_text(json.dumps(CONFIG))
+    question = tmp_path / "question.wav"
+    resampler = Resampler(8000, 24000)
+    said = spoken("Where is my order?")
+    write_wav(question, np.concatenate([resampler.process(said), resampler.flush()]), 24000)
 
     async def body() -> int:
         async with RealtimeServer(scenario=SCENARIO, pacing=FAST, tts="espeak") as server:
@@ -214,14 +220,19 @@ def test_voxwire_phone_answers_a_simulated_call(tmp_path: Path) -> None:
                 ws_url = http.replace("http://", "ws://") + "/media"
                 call = TwilioCallSimulator(ws_url, custom_parameters=parameters)
                 async with call:
-                    await call.say(spoken("Where is my order?"), 8000)
+                    await call.say_wav(question)  # a 24 kHz WAV, resampled to the phone's 8 kHz
                     await call.until(lambda: call.agent_samples_heard >= 8000)
+                call.write_heard(tmp_path / "heard.wav")
                 return call.agent_samples_heard
             finally:
                 process.terminate()
                 await process.wait()
 
-    assert run(body(), timeout_s=120) >= 8000
+    heard_samples = run(body(), timeout_s=120)
+    assert heard_samples >= 8000
+    heard = read_wav(tmp_path / "heard.wav")
+    assert heard.rate_hz == 8000
+    assert np.count_nonzero(heard.pcm) >= 8000 * 0.9  # the agent's speech (silence around it)
 
 
 @pytest.mark.parametrize("spec", ["nope", "json:nothing", "no_such_module_x:agent", "json:dumps"])
