@@ -78,3 +78,22 @@ def check_call(result: CallResult, carrier_buffer_ms: int, chunk_ms: int, slack:
     assert report.ended_by == "stop"
     assert report.clears_sent == 1
     assert report.cleared_marks_returned >= clear.marks_returned
+
+
+def test_a_barge_in_before_the_caller_heard_anything_deletes_the_item() -> None:
+    """1 s of carrier buffer and the caller talks as soon as the answer reaches the line: no
+    mark has come back, so nothing of the item counts as heard — the session deletes it (no
+    truncate) and the caller never hears it; the next answer is heard whole."""
+    result = run(simulated_call(1000, CHUNK_MS, barge_in_after_samples=0))
+    seen, call = result.observed, result.call
+    assert not seen.errors, seen.errors
+    (cut,) = seen.cuts
+    assert cut.item_id == seen.items[0]
+    assert cut.played_ms is None  # deleted, not truncated
+    assert seen.truncated == []
+    (clear,) = call.clears
+    assert clear.dropped_samples > 0
+    short_item = result.tap.pcm(seen.items[1])
+    heard = call.agent_heard
+    assert len(heard) == len(short_item)  # the short answer is all the caller heard
+    assert (heard == short_item).all()

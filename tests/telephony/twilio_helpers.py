@@ -187,6 +187,7 @@ async def simulated_call(
     *,
     realtime: bool = False,
     input_batch_ms: int = 20,
+    barge_in_after_samples: int = 12_000,
 ) -> CallResult:
     """Caller: a question (the agent calls the tool and answers at length), then, 1.5 s into
     the answer as heard, a second question over it (barge-in); the short second answer is heard
@@ -217,7 +218,10 @@ async def simulated_call(
             async with call:
                 await call.listen(200)
                 await call.say(first, 8000)
-                await call.until(lambda: call.agent_samples_heard >= 12_000)  # 1.5 s heard
+                if barge_in_after_samples:  # that much of the answer heard (12_000: 1.5 s)
+                    await call.until(lambda: call.agent_samples_heard >= barge_in_after_samples)
+                else:  # as soon as the answer reaches the line, before the caller hears it
+                    await call.until(lambda: not call.line_idle)
                 await call.say(second, 8000)
                 await call.until(lambda: len(observed.items) >= 2 and call.line_idle)
                 await call.listen(300)
