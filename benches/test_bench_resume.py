@@ -26,10 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests packag
 
 from benches.test_bench_store import conversation
 from tests.store.conftest import Backend, pg_cluster  # noqa: F401
+from voxwire.asyncio.resumption import items_to_replay
 
 from voxwire.asyncio import RealtimeSession
 from voxwire.server import Pacing, RealtimeServer
-from voxwire.store import PutItem
+from voxwire.store import ConversationRecorder, PutItem
 
 MANUAL = {"output_modalities": ["text"], "audio": {"input": {"turn_detection": None}}}
 
@@ -97,4 +98,75 @@ def test_connect_new_conversation(
             lambda: loop.run_until_complete(connect()), rounds=15, iterations=1, warmup_rounds=1
         )
         == 0
+    )
+
+
+# --- the store side of resuming, by length ------------------------------------------------------
+#
+#     pytest benches/test_bench_resume.py -k store_side --benchmark-only \
+#         --benchmark-group-by=group --benchmark-columns=median,iqr,rounds
+#
+# What a resumed session asks of the store and of the replay rules before it talks to a server:
+# load the conversation (decoded and integrity-checked), pick the items to replay (orphans,
+# restoration rules), start the recorder from the snapshot; and, apart, the lease it takes
+# (acquire) and gives back (release). No network.
+
+LENGTHS = [100, 500, 2_000]
+
+
+@pytest.fixture(params=LENGTHS, ids=[f"{n}-items" for n in LENGTHS])
+def length(request: pytest.FixtureRequest) -> int:
+    return int(request.param)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def filled(
+    request: pytest.FixtureRequest, tmp_path: Path, loop: asyncio.AbstractEventLoop, length: int
+) -> Iterator[Any]:
+    if request.param == "sqlite":
+        backend = Backend("sqlite", str(tmp_path / "bench.db"))
+    else:
+        conninfo = request.getfixturevalue("pg_cluster")
+        backend = Backend("postgres", conninfo, schema=f"b_{uuid.uuid4().hex[:12]}")
+    opened = loop.run_until_complete(backend.open())
+    loop.run_until_complete(opened.create("bench"))
+    ops = [PutItem(item=item) for item in conversation(length)]
+    loop.run_until_complete(opened.apply("bench", ops))
+    yield opened
+    loop.run_until_complete(opened.close())
+
+
+def test_store_side_of_resuming(
+    benchmark: Any, filled: Any, length: int, loop: asyncio.AbstractEventLoop
+) -> None:
+    benchmark.group = f"store side of resuming: {length} items (load, replay, recorder)"
+
+    async def resume() -> int:
+        snapshot = await filled.load("bench")
+        items, _ = items_to_replay(snapshot)
+        ConversationRecorder.from_snapshot(snapshot)
+        return len(items)
+
+    replayed = benchmark.pedantic(
+        lambda: loop.run_until_complete(resume()), rounds=20, iterations=1, warmup_rounds=2
+    )
+    assert replayed == length
+
+
+def test_store_side_lease(
+    benchmark: Any, filled: Any, length: int, loop: asyncio.AbstractEventLoop
+) -> None:
+    """What the lease adds to a resume: acquire before the load, release at close (two short
+    write transactions, whatever the length)."""
+    if not hasattr(filled, "acquire"):
+        pytest.skip("this voxwire has no leases")
+    benchmark.group = f"store side of resuming: {length} items (lease acquire + release)"
+
+    async def lease() -> int:
+        taken = await filled.acquire("bench")
+        await filled.release(taken)
+        return int(taken.token)
+
+    assert benchmark.pedantic(
+        lambda: loop.run_until_complete(lease()), rounds=20, iterations=1, warmup_rounds=2
     )

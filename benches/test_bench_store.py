@@ -110,6 +110,25 @@ def test_write_one_item(benchmark: Any, store: Any, loop: asyncio.AbstractEventL
     benchmark.pedantic(write, rounds=300, iterations=1, warmup_rounds=10)
 
 
+def test_write_one_item_into_a_long_conversation(
+    benchmark: Any, store: Any, loop: asyncio.AbstractEventLoop
+) -> None:
+    """The same write once the conversation holds 2,000 items: what keeping its counts and
+    checksums (issue 19) costs must not grow with the length."""
+    benchmark.group = "store: write one item into a 2,000-item conversation"
+    loop.run_until_complete(store.create("bench"))
+    loop.run_until_complete(store.apply("bench", [PutItem(item=i) for i in conversation(2000)]))
+    ids = itertools.count()
+
+    def write() -> None:
+        n = next(ids)
+        wire = user(f"w{n}", "What is the weather like in Paris this afternoon, please?")
+        item = StoredItem(id=wire["id"], position=10_000 + n, wire=wire)
+        loop.run_until_complete(store.apply("bench", [PutItem(item=item)]))
+
+    benchmark.pedantic(write, rounds=300, iterations=1, warmup_rounds=10)
+
+
 def test_load_500_items(benchmark: Any, store: Any, loop: asyncio.AbstractEventLoop) -> None:
     benchmark.group = "store: load a 500-item conversation"
     loop.run_until_complete(store.create("bench"))

@@ -178,6 +178,26 @@ def test_the_example_test_suite_passes() -> None:
     assert "4 passed" in done.stdout
 
 
+def test_timeline_example_writes_the_report_of_the_handoff(tmp_path: Path) -> None:
+    report = tmp_path / "call.html"
+
+    async def body() -> str:
+        async with local_server("handoff.json") as server:
+            return await example(
+                "examples/timeline.py",
+                *("--url", server.url(), "--report", str(report), "--watch"),
+                "I was charged twice for order 42.",
+            )
+
+    lines = asyncio.run(body()).splitlines()
+    assert lines[0].startswith("live timeline: http://127.0.0.1:")
+    assert lines[0].endswith("/?watch")
+    assert lines[1] == f"report: {report}"
+    assert lines[2].endswith("3 responses, 1 tool call(s), 1 handoff(s)")
+    html = report.read_text("utf-8")
+    assert '"kind":"handoff","from_agent":"FrontDesk","to_agent":"Billing"' in html
+
+
 def test_phone_agent_answers_a_simulated_call_and_its_key_menu() -> None:
     """examples/phone_agent.py as a program; Twilio is voxwire.testing's simulator: the caller
     presses 1, the agent looks the hours up with its tool and the caller hears the answer."""

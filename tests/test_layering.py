@@ -184,6 +184,7 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.demo",
             "voxwire.talk",
             "voxwire.bench",
+            "voxwire.web",
             "voxwire.exceptions",
             "voxwire.telephony",
         },
@@ -241,9 +242,28 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.quickstart",
             "voxwire.exceptions",
             "voxwire.server.engines",
+            "voxwire.web",  # --report: the timeline, written as HTML
         },
         "voxwire_exact": {"voxwire.server"},
         "third_party": {"numpy"},
+        "no_stdlib": set(),
+    },
+    # `voxwire web` and the page's Python side: client sessions (public names), the remote
+    # output, the timeline; `voxwire web` itself runs the demo's agents on the local server.
+    "web": {
+        "voxwire": {
+            "voxwire.web",
+            "voxwire.agents",
+            "voxwire.asyncio",
+            "voxwire.audio",
+            "voxwire._core",
+            "voxwire.protocol",
+            "voxwire.exceptions",
+            "voxwire.demo.script",
+            "voxwire.quickstart",
+        },
+        "voxwire_exact": {"voxwire.server"},
+        "third_party": {"websockets"},
         "no_stdlib": set(),
     },
 }

@@ -229,8 +229,39 @@ def _demo(args: argparse.Namespace) -> int:
 
     from voxwire import demo
 
-    options = demo.DemoOptions(Path(args.out), url=args.url, realtime=args.realtime, json=args.json)
+    report = None if args.report is None else Path(args.report)
+    options = demo.DemoOptions(
+        Path(args.out), url=args.url, realtime=args.realtime, json=args.json, report=report
+    )
     return demo.main(options)
+
+
+def _web(args: argparse.Namespace) -> int:
+    """The browser page (voxwire/web): talk to an agent, watch the timeline."""
+    from voxwire.web import command
+
+    return command.run(args)
+
+
+def _add_web(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    web = sub.add_parser(
+        "web",
+        help="talk to an agent from a browser page, with a live timeline (docs/web.md)",
+        description="Serve a page on 127.0.0.1: the browser's microphone to the agent, its "
+        "audio back, truncated at what the page played; a live timeline of the session.",
+    )
+    web.add_argument(
+        "--agent",
+        default="voxwire.demo.script:agents",
+        help="module:attribute of a RealtimeAgent or a function making one (default: the demo's)",
+    )
+    web.add_argument("--url", help="Realtime endpoint (OPENAI_API_KEY); default: a local server")
+    web.add_argument("--port", type=_port, default=8766, help="port on 127.0.0.1 (0: any free)")
+    web.add_argument(
+        "--silence-ms", type=_positive, default=500, help="server VAD's end-of-turn pause"
+    )
+    web.add_argument("--open", action="store_true", help="open the page in the default browser")
+    web.set_defaults(func=_web)
 
 
 def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -255,6 +286,7 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="pace it as a real conversation (default: faster than real time, virtual clock)",
     )
     dm.add_argument("--json", action="store_true", help="print the events as JSON lines")
+    dm.add_argument("--report", metavar="HTML", help="write the session's timeline to this file")
     dm.set_defaults(func=_demo)
 
 
@@ -423,6 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--keep-delay", action="store_true", help="keep the filter delay at the start")
     rs.set_defaults(func=_resample)
     _add_demo(sub)
+    _add_web(sub)
     _add_talk(sub)
     bn = sub.add_parser(
         "bench",

@@ -11,10 +11,21 @@
      ├── AudioDeviceError        no such audio device, or sounddevice / PortAudio not installed
      ├── WebhookError            a webhook that is forged, stale or malformed (also a ValueError)
      ├── CallControlError        a SIP call could not be accepted, rejected, referred or hung up
-     └── StoreError              a conversation store cannot do what was asked
+     └── StoreError              a conversation store cannot do what was asked (busy, unreachable,
+          │                      closed …); every failure out of voxwire.store is one of these
           ├── StoreVersionError  a store or snapshot written by a newer voxwire
+          ├── StoreCorrupt       damaged: not a database, a malformed file, rows that fail the
+          │    │                 integrity checks at load
+          │    └── StoreSchemaError   voxwire's tables or its schema_version row are missing
+          ├── StoreReadOnly      the store cannot be written (read-only file, directory, database)
+          ├── StoreFull          the disk (or the database's space) is full
+          ├── ConversationHeld   another live session holds the conversation's lease
+          ├── LeaseLost          this holder's lease was taken over: its writes are refused
           ├── ConversationNotFound   no conversation with that id (also a LookupError)
           └── ConversationExists     a conversation with that id is already stored
+
+Every ``StoreError`` message names the store, the conversation (when there is one), what is
+wrong and what to do; ``store`` and ``conversation_id`` are also attributes.
 
 Misbehaviour of a peer after a connection is open is never raised: the session turns it into an
 ``error`` event, and the end of the connection into a ``close`` event.
@@ -54,12 +65,50 @@ class ConnectionFailed(VoxwireError, ConnectionError):
 
 
 class StoreError(VoxwireError):
-    """A conversation store (``voxwire.store``) cannot do what was asked; the message says why."""
+    """A conversation store (``voxwire.store``) cannot do what was asked; the message says why,
+    which store (``store``) and which conversation (``conversation_id``, ``None`` if none)."""
+
+    def __init__(
+        self, message: str, *, store: str | None = None, conversation_id: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.store = store
+        self.conversation_id = conversation_id
 
 
 class StoreVersionError(StoreError):
     """A store or snapshot was written by a newer voxwire than this one; the message names both
     versions and what to do."""
+
+
+class StoreCorrupt(StoreError):
+    """The store is damaged: the file is not a database or is malformed, or rows fail the
+    integrity checks made at load (the message names the row and the check). Nothing is resumed
+    from a damaged conversation."""
+
+
+class StoreSchemaError(StoreCorrupt):
+    """voxwire's tables, or the ``schema_version`` row that says which version they are, are
+    missing from a store that has some of them: it was damaged or edited by hand."""
+
+
+class StoreReadOnly(StoreError):
+    """The store cannot be written: a read-only file, directory, file system or database."""
+
+
+class StoreFull(StoreError):
+    """The disk, or the database's space, is full: the write was rolled back, nothing of it was
+    stored."""
+
+
+class ConversationHeld(StoreError):
+    """The conversation is held by another live session (its lease has not expired); the
+    message names the holder and when the lease expires if it is not renewed."""
+
+
+class LeaseLost(StoreError):
+    """This holder's lease on the conversation was taken over by another (it had expired): the
+    write was refused, and every later write with this lease will be."""
 
 
 class ConversationNotFound(StoreError, LookupError):

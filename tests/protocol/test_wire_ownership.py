@@ -95,6 +95,8 @@ def test_send_decodes_a_mapping_and_queues_an_unknown_type_as_given_in_order() -
     [
         ({"payload": 1}, "needs a 'type'"),
         ({"type": 7}, "needs a 'type'"),
+        ({"type": {"name": "response.create"}}, r"not \{'name': 'response.create'\}"),
+        ({"type": ["response.create"]}, "needs a 'type'"),
         ({"type": "conversation.item.delete"}, "item_id"),
     ],
 )

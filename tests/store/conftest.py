@@ -16,6 +16,7 @@ import pwd
 import shutil
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -26,9 +27,25 @@ from typing import Any
 
 import pytest
 
+from tests.children import child_env
 from voxwire.store import ConversationStore, SQLiteStore
 
 PG_BIN_GLOB = "/usr/lib/postgresql/*/bin"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def spawn(module: str, *args: str) -> subprocess.Popen[str]:
+    """``python -m module args`` with this run's voxwire (tests/children.py), pipes for its
+    output."""
+    env = child_env()
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _pg_bin() -> Path | None:

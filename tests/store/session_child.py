@@ -71,7 +71,12 @@ async def main(argv: list[str]) -> None:
     store = await Backend(name, target, "" if schema == "-" else schema).open()
     agent = agents(Path(workdir), gate=True)
     session = RealtimeSession(
-        agent, url=url, config=MANUAL, store=store, conversation_id=conversation_id
+        agent,
+        url=url,
+        config=MANUAL,
+        store=store,
+        conversation_id=conversation_id,
+        lease_ttl_s=0.5,  # killed: its lease frees the conversation soon after
     )
     async with session:
         await session.send_message("hello there")

@@ -23,6 +23,7 @@ from voxwire.asyncio import RealtimeSession, SessionEvent
 from voxwire.asyncio.connection.transport import ConnectRequest, Transport, connect_websocket
 from voxwire.asyncio.events import ErrorEvent, ToolApprovalRequestedEvent, ToolStartEvent
 from voxwire.asyncio.persistence.resumption import items_to_replay
+from voxwire.exceptions import ConversationHeld
 from voxwire.server import Delay, RealtimeServer
 from voxwire.store import ConversationStore, SessionSnapshot
 
@@ -84,12 +85,24 @@ async def crash(
         await before_kill(server, store)
         child.kill()
         assert await child.wait() == -9
+        await expired(store, "call-1")
         return await store.load("call-1")
     finally:
         if child.returncode is None:
             child.kill()
             await child.wait()
         await store.close()
+
+
+async def expired(store: ConversationStore, conversation_id: str) -> None:
+    """Wait until the killed session's lease ran out (refused until then)."""
+    for _ in range(200):
+        try:
+            await store.release(await store.acquire(conversation_id))
+            return
+        except ConversationHeld:
+            await asyncio.sleep(0.05)
+    raise AssertionError("the killed session's lease never expired")
 
 
 async def line(child: asyncio.subprocess.Process, expected: str) -> None:

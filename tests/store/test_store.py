@@ -22,7 +22,12 @@ from tests.store.frames import (
     run,
     user,
 )
-from voxwire.exceptions import ConversationExists, ConversationNotFound, StoreError
+from voxwire.exceptions import (
+    ConfigurationError,
+    ConversationExists,
+    ConversationNotFound,
+    StoreError,
+)
 from voxwire.protocol.codec import decode_server_event
 from voxwire.protocol.items import FunctionCallItem, Item
 from voxwire.store import (
@@ -503,5 +508,25 @@ def test_a_frame_from_a_real_capture_is_stored_whole(backend: Backend) -> None:
             {"type": "output_audio", "transcript": "Oh, I can hear you."}
         ]
         assert stored.wire["future"] == 1
+
+    run(body())
+
+
+def test_values_that_cannot_be_stored_are_refused_at_once(backend: Backend) -> None:
+    async def body() -> None:
+        store = await backend.open()
+        await store.create("c")
+        huge = StoredItem(id="x", position=2**70, wire=user("x", "hi"))
+        with pytest.raises(ConfigurationError, match="position 1180591620717411303424, beyond 64"):
+            await store.apply("c", [PutItem(item=huge)])
+        odd = StoredItem(id="y", position=0, wire={"id": "y", "type": "message", "x": object()})
+        with pytest.raises(ConfigurationError, match="PutItem cannot be stored"):
+            await store.apply("c", [PutItem(item=odd)])
+        with pytest.raises(ConfigurationError, match=r"updated_before=.*aware datetime"):
+            await store.list_conversations(updated_before=datetime(2025, 1, 1))
+        with pytest.raises(ConfigurationError, match="limit='2'"):
+            await store.list_conversations(limit="2")  # type: ignore[arg-type]
+        assert (await store.load("c")).items == ()  # nothing of the refused batches
+        await store.close()
 
     run(body())

@@ -6,41 +6,21 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.children import child_env
-from tests.store.conftest import Backend
+from tests.store.conftest import Backend, spawn
 from tests.store.frames import run, user
 from voxwire.exceptions import StoreVersionError
 from voxwire.store import PutItem, StoredItem
-
-ROOT = Path(__file__).resolve().parents[2]
+from voxwire.store._schema import SCHEMA_VERSION
 
 
 def writer(
     backend: Backend, conversation_id: str, count: int, *shared: str
 ) -> subprocess.Popen[str]:
-    env = child_env()
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.store.writer",
-            *backend.argv(),
-            conversation_id,
-            str(count),
-            *shared,
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return spawn("tests.store.writer", *backend.argv(), conversation_id, str(count), *shared)
 
 
 def test_several_writer_processes_share_one_store(backend: Backend) -> None:
@@ -124,7 +104,7 @@ def test_an_older_store_is_migrated(backend: Backend) -> None:
         await store.close()
         assert [item.id for item in loaded.items] == ["x"]
         assert [c.conversation_id for c in listed] == ["kept"]
-        assert backend.execute("SELECT version FROM schema_version") == [(2,)]
+        assert backend.execute("SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
 
     run(body())
 
@@ -139,7 +119,7 @@ def test_a_store_from_a_newer_voxwire_fails_clearly(backend: Backend) -> None:
         message = str(caught.value)
         assert "schema version 99" in message
         assert "voxwire 9.9.9" in message
-        assert "up to 2" in message
+        assert f"up to {SCHEMA_VERSION}" in message
         assert "Upgrade voxwire" in message
 
     run(body())

@@ -38,7 +38,7 @@ from voxwire.audio.bargein import BargeInDetector
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.ids import CounterIds, IdFactory
-from voxwire.store import AudioPolicy, ConversationStore
+from voxwire.store import DEFAULT_LEASE_TTL_S, AudioPolicy, ConversationStore
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -87,6 +87,7 @@ class SessionOptions:
     store: ConversationStore | None = None
     conversation_id: str | None = None
     store_audio: AudioPolicy | None = None
+    lease_ttl_s: float = DEFAULT_LEASE_TTL_S
     context: Any = None
     tool_error_formatter: ToolErrorFormatter | None = None
     input_guardrail_refusal: Refusal = DEFAULT_REFUSAL
@@ -173,6 +174,13 @@ class SessionOptions:
         object.__setattr__(self, name, value)  # a frozen dataclass's derived fields
 
     def _check_store(self) -> None:
+        ttl = self.lease_ttl_s
+        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < 86_400:
+            raise ConfigurationError(
+                f"lease_ttl_s={ttl!r} is invalid: expected seconds > 0 (how long the "
+                "conversation stays held after this process stops renewing it; default "
+                f"{DEFAULT_LEASE_TTL_S:g})"
+            )
         if not isinstance(self.store, ConversationStore | None):
             raise ConfigurationError(
                 f"store={self.store!r} is invalid: expected a voxwire.store.ConversationStore "

@@ -89,7 +89,7 @@ from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.ids import IdFactory
 from voxwire.protocol.protocol import RealtimeProtocol
 from voxwire.protocol.updates import SessionUpdateLog
-from voxwire.store import AudioPolicy, ConversationStore
+from voxwire.store import DEFAULT_LEASE_TTL_S, AudioPolicy, ConversationStore
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -149,7 +149,8 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
     session duration (:mod:`voxwire.asyncio.connection.renewal`).
 
     Persistence (docs/persistence.md): ``store`` records the conversation ``conversation_id``
-    (default: a new id) as the server confirms it, ``store_audio`` adds its audio;
+    (default: a new id) as the server confirms it, ``store_audio`` adds its audio, holding the
+    conversation's lease (``lease_ttl_s``; docs/persistence.md);
     :meth:`snapshot`, :meth:`resume`.
     """
 
@@ -193,6 +194,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         store: ConversationStore | None = None,
         conversation_id: str | None = None,
         store_audio: AudioPolicy | None = None,
+        lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
         context: Any = None,
         tool_error_formatter: ToolErrorFormatter | None = None,
         input_guardrail_refusal: Refusal = DEFAULT_REFUSAL,

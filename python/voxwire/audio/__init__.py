@@ -2,7 +2,7 @@
 
 * :class:`Resampler` — streaming PCM16 resampling between device rates and 24 kHz
 * :func:`to_mono` — interleaved multi-channel PCM16 to mono
-* :func:`read_wav` / :func:`write_wav` — 16-bit PCM WAV files (standard library ``wave``)
+* :func:`read_wav` / :func:`write_wav` — 16-bit PCM WAV files (headers checked against the file)
 * :func:`resampler_kernel` — which SIMD kernel the resampler runs on this CPU
 * :class:`PcmRing` — lock-free SPSC ring of PCM16 between the network and the device callback
 * :class:`PlaybackClock` / :class:`ItemPlayback` — how much of each assistant item was heard,

@@ -108,7 +108,10 @@ def ms_to_samples(ms: float, rate_hz: int) -> int:
 
 
 def to_mono_int16(data: SourceFrames, channels: int) -> npt.NDArray[np.int16]:
-    """Source frames as mono PCM16: float32 is scaled and clipped, channels are averaged (Rust)."""
+    """Source frames as mono PCM16: float32 is scaled and clipped, channels are averaged (Rust).
+
+    ``ValueError`` for a wrong shape, a channel count that does not match, a partial frame or a
+    non-finite float sample (NaN, inf); ``TypeError`` for any other type or dtype."""
     if isinstance(data, bytes | bytearray | memoryview):
         if len(data) % (2 * channels):
             raise ValueError(
@@ -133,6 +136,14 @@ def to_mono_int16(data: SourceFrames, channels: int) -> npt.NDArray[np.int16]:
             f"audio must be 1-D (interleaved) or 2-D (frames, channels), got shape {arr.shape}"
         )
     if arr.dtype == np.float32:
+        finite = np.isfinite(arr)
+        if not finite.all():
+            index = int(np.argmin(finite))
+            raise ValueError(
+                f"float32 audio holds a non-finite sample ({arr[index]} at index {index}): a "
+                "source must deliver numbers in -1.0 ..= 1.0 (check the device or the DSP "
+                "before it); nothing of this block was used"
+            )
         arr = np.clip(np.rint(arr * 32767.0), -32768, 32767).astype(np.int16)
     elif arr.dtype != np.int16:
         raise TypeError(f"audio samples must be int16 or float32, got {arr.dtype}")

@@ -116,6 +116,7 @@ class AudioOutput:
         self._device_samples = 0
         self._handed_end = 0  # ring position after the last ring sample handed to the device
         self._history: deque[_Pull] = deque()
+        self._scratch = np.empty(0, dtype=np.int16)  # mono frames of a multi-channel pull
         self.underruns = 0
         """Times the ring ran dry while a content part was still open (more audio was due)."""
         self.underrun_samples = 0
@@ -219,9 +220,14 @@ class AudioOutput:
         return out
 
     def pull_into(self, out: npt.NDArray[np.int16], now: float | None = None) -> int:
-        """Fill a device buffer (int16, shape ``(n,)`` or ``(n, 1)``); returns the ring samples in
-        it. ``now`` is when its first sample is handed over (default: ``now()``)."""
-        buf = out.reshape(-1)
+        """Fill a device buffer of int16 frames; returns the ring samples (frames) in it.
+
+        ``out`` is ``(n,)`` or ``(n, channels)``: every channel of a frame gets the same (mono)
+        sample, and ``n`` frames count as ``n`` samples played, whatever the channel count. Any
+        other dtype, a read-only or 0-/3-D buffer raises ``TypeError`` / ``ValueError`` before
+        anything is consumed. ``now`` is when its first sample is handed over (default:
+        ``now()``)."""
+        buf, spread = self._mono_view(out)
         n = len(buf)
         if not self._playing:
             self._maybe_start(n)
@@ -239,7 +245,33 @@ class AudioOutput:
         self._report_heard()
         if got and self._first_pending:
             self._note_first_samples(ring_start, got, self._now() if now is None else now)
+        if spread:
+            out[...] = buf.reshape(-1, 1) if out.ndim == 2 else buf
         return got
+
+    def _mono_view(self, out: npt.NDArray[np.int16]) -> tuple[npt.NDArray[np.int16], bool]:
+        """One int16 sample per frame of ``out``: a view of it when it is mono and contiguous,
+        else a scratch buffer that :meth:`pull_into` copies to every channel afterwards."""
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"pull_into needs a numpy int16 array, got {type(out).__name__}")
+        if out.dtype != np.int16:
+            raise TypeError(
+                f"pull_into needs an int16 buffer, got {out.dtype}: open the device stream with "
+                "dtype='int16' (AudioOutput produces PCM16)"
+            )
+        if out.ndim not in (1, 2) or (out.ndim == 2 and out.shape[1] < 1):
+            raise ValueError(
+                f"pull_into needs a buffer of shape (frames,) or (frames, channels), got shape "
+                f"{out.shape}"
+            )
+        if not out.flags.writeable:
+            raise ValueError("pull_into needs a writable buffer, got a read-only array")
+        if out.flags.c_contiguous and (out.ndim == 1 or out.shape[1] == 1):
+            return out.reshape(-1), False
+        frames = out.shape[0]
+        if len(self._scratch) < frames:
+            self._scratch = np.empty(frames, dtype=np.int16)
+        return self._scratch[:frames], True
 
     def _maybe_start(self, n: int) -> None:
         readable = self.ring.readable_samples

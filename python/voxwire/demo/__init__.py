@@ -23,6 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from voxwire.asyncio import RealtimeSession
 from voxwire.audio import WavFileOutput
@@ -32,6 +33,9 @@ from voxwire.demo.script import RATE_HZ, SCENARIO, USER_LINES, agents, session_c
 from voxwire.demo.summary import Summary, summarise
 from voxwire.quickstart import endpoint
 from voxwire.server import Pacing
+
+if TYPE_CHECKING:
+    from voxwire.web import Timeline
 
 __all__ = ["DemoError", "DemoOptions", "main", "run_demo"]
 
@@ -49,6 +53,7 @@ class DemoOptions:
     url: str | None = None
     realtime: bool = False
     json: bool = False
+    report: Path | None = None  # the session's timeline as HTML (voxwire.web.write_report)
 
 
 async def run_demo(options: DemoOptions) -> Summary:
@@ -85,6 +90,7 @@ async def _converse(
         config=session_config(SILENCE_MS),
         audio_output=speaker,
         wait_for_session_updated=True,
+        raw_server_events=options.report is not None,  # the timeline's VAD and truncation
     )
     started = time.monotonic()
     async with session:
@@ -98,6 +104,7 @@ async def _converse(
         conversation = Conversation(
             session, speaker, console, realtime=options.realtime, silence_ms=SILENCE_MS
         )
+        timeline = _timeline(conversation, options.report)
         follower = asyncio.create_task(conversation.follow())
         try:
             await conversation.run(USER_LINES, wavs)
@@ -105,7 +112,26 @@ async def _converse(
             follower.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await follower
+        if timeline is not None and options.report is not None:
+            from voxwire.web import write_report
+
+            timeline.observe_playback(speaker.output.clock.items())
+            write_report(options.report, timeline, title="voxwire demo")
         return summarise(conversation, time.monotonic() - started)
+
+
+def _timeline(conversation: Conversation, report: Path | None) -> Timeline | None:
+    """A timeline on the speaker's clock, fed every event the conversation follows."""
+    if report is None:
+        return None
+    from voxwire.web import Timeline
+
+    speaker = conversation.speaker
+    timeline = Timeline(
+        clock=lambda: speaker.played_samples / speaker.rate_hz, playback=speaker.output.clock
+    )
+    conversation.observe = timeline.observe
+    return timeline
 
 
 def main(options: DemoOptions) -> int:

@@ -93,6 +93,8 @@ class Conversation:
         self._dropped = self.output.ring.dropped_samples
         self._last_cut: Cut | None = None
         self._started = time.monotonic()
+        self.observe: Callable[[ev.SessionEvent], None] | None = None
+        """Called with every event first (``voxwire demo --report``: the timeline)."""
 
     @property
     def rate_hz(self) -> int:
@@ -243,6 +245,10 @@ class Conversation:
     async def follow(self) -> None:
         """Print every event (with the truncation check for cuts) and note what matters."""
         async for event in self.session:
+            if self.observe is not None:
+                self.observe(event)
+            if isinstance(event, ev.RawServerEvent):
+                continue  # asked for by the timeline only (--report), not for the transcript
             extra: tuple[str, dict[str, Any]] = ("", {})
             if isinstance(event, ev.UserStateChangedEvent) and event.new_state == "listening":
                 self.seen.speech_stops += 1

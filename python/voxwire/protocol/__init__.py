@@ -124,6 +124,7 @@ from voxwire.protocol.items import (
     system_message,
     user_message,
 )
+from voxwire.protocol.limits import MAX_DEPTH, MAX_FRAME_BYTES, MAX_VALUES
 from voxwire.protocol.objects import (
     CachedTokenDetails,
     Conversation,
@@ -206,6 +207,7 @@ from voxwire.protocol.server_events import (
     SessionUpdated,
     UnknownServerEvent,
 )
+from voxwire.protocol.state import INTERNAL_ERROR_PREFIX
 from voxwire.protocol.units import (
     G711_8K,
     PCM16_24K,
@@ -219,6 +221,10 @@ __all__ = [
     "BETA_EVENT_TYPES",
     "CLIENT_EVENT_TYPES",
     "G711_8K",
+    "INTERNAL_ERROR_PREFIX",
+    "MAX_DEPTH",
+    "MAX_FRAME_BYTES",
+    "MAX_VALUES",
     "PCM16",
     "PCM16_24K",
     "PCMA",

@@ -218,7 +218,7 @@ def _format(value: Any, path: str, strict: bool, schema: Schema) -> Any:
     kind = fmt["type"]
     if kind in ("pcm16", "g711_ulaw", "g711_alaw"):
         fmt = {**fmt, **_FORMAT_NAMES[kind]}
-    elif kind not in _FORMAT_NAMES:
+    elif not isinstance(kind, str) or kind not in _FORMAT_NAMES:
         raise ConfigurationError(f"{path}.type={kind!r} is invalid: expected {_FORMATS_ALLOWED}")
     if fmt["type"] == "audio/pcm" and fmt.get("rate") not in (None, 24_000):
         raise ConfigurationError(

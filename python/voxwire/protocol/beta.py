@@ -105,6 +105,8 @@ def beta_dialect(raw: Mapping[str, Any]) -> bool | None:
     """``True`` if this frame shows a beta server, ``False`` if it shows a GA server, ``None``
     if it could be either."""
     kind = raw.get("type")
+    if not isinstance(kind, str):
+        return None
     if kind in BETA_ONLY_TYPES:
         return True
     if kind in ("session.created", "session.updated"):

@@ -14,7 +14,10 @@ Receiving never raises. A frame becomes, in this order of preference:
    ``output_text``);
 3. :class:`~voxwire.protocol.server_events.UnknownServerEvent` for a ``type`` this SDK does not
    know, keeping the raw mapping;
-4. :class:`~voxwire.protocol.server_events.ProtocolErrorEvent` naming what was wrong and where.
+4. :class:`~voxwire.protocol.server_events.ProtocolErrorEvent` naming what was wrong and where:
+   bad JSON, text that is not UTF-8 (a binary frame), a frame over a bound of
+   :mod:`~voxwire.protocol.limits` (size, nesting depth, number of values), a missing or
+   mistyped field.
 
 Session objects are decoded as mappings first and normalised by
 :meth:`SessionConfig.from_wire <voxwire.protocol.config.SessionConfig.from_wire>`, which keeps the
@@ -33,6 +36,7 @@ from collections.abc import Mapping
 from typing import Any, Final, Union, get_args
 
 import msgspec
+import msgspec.inspect as mi
 from msgspec import Struct
 
 from voxwire.exceptions import ConfigurationError
@@ -40,6 +44,7 @@ from voxwire.protocol._nulls import drop_absent_nulls
 from voxwire.protocol.client_events import CLIENT_EVENT_TYPES, ClientEvent, SessionUpdate
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.items import Item
+from voxwire.protocol.limits import MAX_FRAME_BYTES, frame_problem, shape_problem
 from voxwire.protocol.objects import Response
 from voxwire.protocol.server_events import (
     SERVER_EVENT_TYPES,
@@ -59,6 +64,7 @@ __all__ = [
     "raw_fields",
     "salvage_response",
     "server_event_from_mapping",
+    "short_repr",
     "unknown_fields",
 ]
 
@@ -106,6 +112,36 @@ _CLIENT_UNION: Final = _union(
     (*(cls for cls in get_args(ClientEvent) if cls is not SessionUpdate), _SessionUpdateWire)
 )
 
+
+def _holds_free_form(kind: Any) -> bool:
+    """The decoded type can hold JSON of any shape (an ``Any`` somewhere inside)."""
+    seen: set[int] = set()
+    pending: list[mi.Type] = [mi.type_info(kind)]
+    while pending:
+        t = pending.pop()
+        seen.add(id(t))
+        if isinstance(t, mi.AnyType):
+            return True
+        children: list[mi.Type] = []
+        if isinstance(t, mi.StructType):
+            children = [field.type for field in t.fields]
+        elif isinstance(t, mi.UnionType):
+            children = list(t.types)
+        elif isinstance(t, mi.ListType):
+            children = [t.item_type]
+        elif isinstance(t, mi.DictType):
+            children = [t.value_type]
+        pending.extend(child for child in children if id(child) not in seen)
+    return False
+
+
+#: Decoded event types that can hold free-form JSON: checked against the shape bounds.
+_FREE_FORM_TYPES: Final = frozenset(cls for cls in get_args(_SERVER_UNION) if _holds_free_form(cls))
+
+_CLIENT_FREE_FORM_TYPES: Final = frozenset(
+    cls for cls in get_args(_CLIENT_UNION) if _holds_free_form(cls)
+)
+
 _server_decoder: Final = msgspec.json.Decoder(_SERVER_UNION)
 _client_decoder: Final = msgspec.json.Decoder(_CLIENT_UNION)
 _any_decoder: Final = msgspec.json.Decoder()
@@ -122,16 +158,25 @@ _SOURCE: Final = "_voxwire_source"
 
 def decode_server_event(data: str | bytes) -> ReceivedEvent:
     """Decode one GA server frame. Never raises (see the module docstring for what comes out)."""
+    if type(data) is not str or len(data) > MAX_FRAME_BYTES:  # a text frame skips the checks
+        checked = _checked(data)
+        if isinstance(checked, ProtocolErrorEvent):
+            return checked
+        data = checked
     try:
         event = _server_decoder.decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError, UnicodeError):
         return _decode_slowly(data)
-    # A set lookup on the exact type: this runs for every audio delta.
-    if type(event) in _SESSION_WIRE_TYPES:
-        event = _publish_session(event)
-        if isinstance(event, ProtocolErrorEvent):
-            return event
-    event.__dict__[_SOURCE] = data if not isinstance(data, bytearray) else bytes(data)
+    # Set lookups on the exact type: this runs for every audio delta, which skip both.
+    if type(event) in _FREE_FORM_TYPES:
+        problem = shape_problem(data)
+        if problem is not None:
+            return _over_bound(problem, event)
+        if type(event) in _SESSION_WIRE_TYPES:
+            event = _publish_session(event)
+            if isinstance(event, ProtocolErrorEvent):
+                return event
+    event.__dict__[_SOURCE] = data
     result: ServerEvent = event
     return result
 
@@ -141,7 +186,7 @@ def server_event_from_mapping(raw: Mapping[str, Any]) -> ReceivedEvent:
     kind = raw.get("type")
     if not isinstance(kind, str):
         return ProtocolErrorEvent(
-            message=f"event has no string 'type' (got {kind!r})", raw=dict(raw)
+            message=f"event has no string 'type' (got {short_repr(kind)})", raw=dict(raw)
         )
     if kind not in SERVER_EVENT_TYPES:
         return UnknownServerEvent(type=kind, raw=dict(raw), event_id=_event_id(raw))
@@ -256,21 +301,26 @@ def _convert_or_none(raw: object, kind: Any) -> Any:
 
 
 def decode_client_event(data: str | bytes) -> ClientEvent | ProtocolErrorEvent:
-    """Decode one client frame (for the server side). Never raises.
+    """Decode one client frame (for the server side). Never raises; the bounds of
+    :mod:`~voxwire.protocol.limits` apply as on the client side.
 
     A ``null`` in an optional field without a null of its own counts as absent (``_nulls``):
     the fast path decodes the frame as it is, and only a frame that fails is looked at again.
     """
+    checked = _checked(data)
+    if isinstance(checked, ProtocolErrorEvent):
+        return checked
+    data = checked
     try:
         event = _client_decoder.decode(data)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError, UnicodeError) as exc:
         raw = parse_object(data)
         if isinstance(raw, ProtocolErrorEvent):
             return raw
         kind = raw.get("type")
-        if kind not in CLIENT_EVENT_TYPES:
+        if not isinstance(kind, str) or kind not in CLIENT_EVENT_TYPES:
             return ProtocolErrorEvent(
-                message=f"unknown client event type {kind!r}: expected one of "
+                message=f"unknown client event type {short_repr(kind)}: expected one of "
                 + ", ".join(sorted(CLIENT_EVENT_TYPES)),
                 event_type=kind if isinstance(kind, str) else None,
                 event_id=_event_id(raw),
@@ -278,11 +328,16 @@ def decode_client_event(data: str | bytes) -> ClientEvent | ProtocolErrorEvent:
             )
         stripped = drop_absent_nulls(raw, _CLIENT_UNION)
         if stripped is raw:
-            return _invalid(str(kind), raw, exc)
+            return _invalid(kind, raw, exc)
         try:
             event = _client_decoder.decode(_encoder.encode(stripped))
         except msgspec.DecodeError as again:
-            return _invalid(str(kind), raw, again)
+            return _invalid(kind, raw, again)
+    if type(event) in _CLIENT_FREE_FORM_TYPES:
+        # Free-form JSON (tool schemas in a session or a response) is bounded like the rest.
+        problem = shape_problem(data)
+        if problem is not None:
+            return _over_bound(problem, event)
     if isinstance(event, _SessionUpdateWire):
         session = _session_or_error("session.update", event.event_id, event.session)
         if isinstance(session, ProtocolErrorEvent):
@@ -293,20 +348,76 @@ def decode_client_event(data: str | bytes) -> ClientEvent | ProtocolErrorEvent:
 
 
 def parse_object(data: str | bytes) -> dict[str, Any] | ProtocolErrorEvent:
-    """The frame as a plain JSON object, or a protocol error saying why it is not one."""
+    """The frame as a plain JSON object, or a protocol error saying why it is not one (not
+    JSON, not UTF-8, over a bound of :mod:`~voxwire.protocol.limits`). Never raises."""
+    checked = _checked(data)
+    if isinstance(checked, ProtocolErrorEvent):
+        return checked
+    data = checked
+    problem = shape_problem(data)
+    if problem is not None:
+        return ProtocolErrorEvent(message=problem)
     try:
         raw = _any_decoder.decode(data)
-    except msgspec.DecodeError as exc:
-        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    except UnicodeError as exc:  # a str with a lone surrogate (bytes were checked above)
+        where = getattr(exc, "start", "?")
         return ProtocolErrorEvent(
-            message=f"frame is not valid JSON ({exc}): {text[:_EXCERPT_CHARS]!r}"
+            message=f"frame is not Unicode text (character {where} is a lone surrogate)"
         )
+    except (msgspec.DecodeError, RecursionError) as exc:
+        return ProtocolErrorEvent(message=f"frame is not valid JSON ({exc}): {_excerpt(data)!r}")
     if not isinstance(raw, dict):
         return ProtocolErrorEvent(
             message=f"frame is JSON but not an object (got {type(raw).__name__}); "
             "every Realtime event is a JSON object with a 'type'"
         )
     return raw
+
+
+def _checked(data: object) -> str | bytes | ProtocolErrorEvent:
+    """The frame as ``str`` or ``bytes`` (a ``bytearray`` or ``memoryview`` is copied), or what
+    makes it unreadable before parsing (:func:`~voxwire.protocol.limits.frame_problem`)."""
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    problem = frame_problem(data)
+    if problem is not None:
+        return ProtocolErrorEvent(message=problem)
+    assert isinstance(data, (str, bytes))  # frame_problem refuses anything else
+    return data
+
+
+def short_repr(value: object) -> str:
+    """``repr`` of a received value, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= _EXCERPT_CHARS else text[: _EXCERPT_CHARS - 3] + "..."
+
+
+def _excerpt(data: str | bytes) -> str:
+    head = data[: _EXCERPT_CHARS * 4]
+    text = head if isinstance(head, str) else head.decode("utf-8", "replace")
+    return text[:_EXCERPT_CHARS]
+
+
+def _over_bound(problem: str, event: Struct) -> ProtocolErrorEvent:
+    """A frame that decoded but holds free-form JSON over a bound. ``raw`` keeps only what is
+    flat and typed (and a response's id and status, so a ``response.done`` still ends its
+    response); nothing of the oversized part."""
+    raw: dict[str, Any] = {}
+    kind = event.__struct_config__.tag
+    for name in ("event_id", "response_id", "item_id", "previous_item_id"):
+        value = getattr(event, name, None)
+        if isinstance(value, str):
+            raw[name] = value
+    raw["type"] = kind
+    response = getattr(event, "response", None)
+    if isinstance(response, Response):
+        raw["response"] = msgspec.to_builtins(msgspec.structs.replace(response, output=[]))
+    return ProtocolErrorEvent(
+        message=f"{kind} {problem}",
+        event_type=str(kind),
+        event_id=raw.get("event_id"),
+        raw=raw,
+    )
 
 
 def _decode_slowly(data: str | bytes) -> ReceivedEvent:
@@ -357,20 +468,31 @@ def _publish_session(
 
 def _repaired(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     """A copy of ``raw`` with assistant content types repaired, or ``None`` if none needed it."""
+    if not _parts_to_repair(raw):
+        return None  # nothing copied: most invalid frames need no repair
     fixed = copy.deepcopy(dict(raw))
-    items: list[Any] = [fixed.get("item")]
-    response = fixed.get("response")
+    for part in _parts_to_repair(fixed):
+        part["type"] = _CONTENT_TYPE_REPAIRS[part["type"]]
+    return fixed
+
+
+def _parts_to_repair(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The content parts of assistant items spelled ``audio`` / ``text`` (see the module
+    docstring), in ``item`` or ``response.output``."""
+    items: list[Any] = [raw.get("item")]
+    response = raw.get("response")
     if isinstance(response, dict) and isinstance(response.get("output"), list):
         items.extend(response["output"])
-    changed = False
+    parts: list[dict[str, Any]] = []
     for item in items:
         if not (isinstance(item, dict) and item.get("role") == "assistant"):
             continue
-        for part in item.get("content") or ():
-            if isinstance(part, dict) and part.get("type") in _CONTENT_TYPE_REPAIRS:
-                part["type"] = _CONTENT_TYPE_REPAIRS[part["type"]]
-                changed = True
-    return fixed if changed else None
+        content = item.get("content")
+        for part in content if isinstance(content, list) else ():
+            kind = part.get("type") if isinstance(part, dict) else None
+            if isinstance(kind, str) and kind in _CONTENT_TYPE_REPAIRS:
+                parts.append(part)
+    return parts
 
 
 # --- sending --------------------------------------------------------------------------------------

@@ -149,6 +149,8 @@ class ConversationState:
     def _position_after(self, previous_item_id: str | None) -> int:
         if previous_item_id is None or previous_item_id == ROOT:
             return 0
+        if self._order and self._order[-1] == previous_item_id:
+            return len(self._order)  # appending, the usual case: no scan (linear replays)
         try:
             return self._order.index(previous_item_id) + 1
         except ValueError:

@@ -69,7 +69,7 @@ from voxwire.protocol.restoration import (
     restoration_items,
 )
 from voxwire.protocol.server_events import ReceivedEvent
-from voxwire.protocol.state import ProtocolState
+from voxwire.protocol.state import ProtocolState, internal_error
 from voxwire.protocol.updates import SessionUpdateLog, UpdateOrigin, UpdateRecord
 
 __all__ = ["RealtimeProtocol"]
@@ -235,16 +235,27 @@ class RealtimeProtocol(ProtocolState):
     # --- I/O boundary -----------------------------------------------------------------------------
 
     def receive_text(self, data: str | bytes) -> None:
-        """Take one text frame from the server. Never raises."""
-        if self._beta is None:
-            events = self._receive_undecided(data)
-        elif self._beta:
-            events = decode_beta_server_event(data)
-        else:
-            events = [decode_server_event(data)]
+        """Take one frame from the server. Never raises, whatever ``data`` holds.
+
+        ``data`` is a text frame (``str``, or ``bytes`` holding UTF-8); bytes that are not UTF-8
+        (a binary frame), bad JSON, a frame over a bound of :mod:`~voxwire.protocol.limits`
+        and mistyped events become :class:`~voxwire.protocol.server_events.ProtocolErrorEvent`
+        events that say what was wrong, and leave the state as it was. PCM16 audio with a
+        trailing half sample is reported, and its whole samples kept."""
+        try:
+            if self._beta is None:
+                events = self._receive_undecided(data)
+            elif self._beta:
+                events = decode_beta_server_event(data)
+            else:
+                events = [decode_server_event(data)]
+        except Exception as exc:  # a decoder bug: the frame is reported, the session goes on
+            events = [internal_error(exc, None)]
         for event in events:
-            if self._apply(event):
-                self._received.append(event)
+            # Samples are 1 or 2 bytes wide: an even length is always whole.
+            if type(event) is se.ResponseOutputAudioDelta and len(event.delta) & 1:
+                event = self._whole_samples(event)
+            self._receive(event)
 
     def _receive_undecided(self, data: str | bytes) -> list[ReceivedEvent]:
         # The fast GA path first: frames that cannot tell the protocols apart (audio deltas of a
@@ -327,9 +338,10 @@ class RealtimeProtocol(ProtocolState):
         queued (``None`` for a held ``response.create``, a cancel with nothing to cancel, or an
         unknown type)."""
         if isinstance(event, Mapping):
-            if event.get("type") not in CLIENT_EVENT_TYPES:
-                if not isinstance(event.get("type"), str):
-                    raise ConfigurationError("the event needs a 'type' (text)")
+            kind = event.get("type")
+            if not isinstance(kind, str):
+                raise ConfigurationError(f"the event needs a 'type' (text), not {kind!r:.80}")
+            if kind not in CLIENT_EVENT_TYPES:
                 self._outgoing.append(msgspec.json.encode(dict(event)).decode())
                 return None
             decoded = decode_client_event(msgspec.json.encode(dict(event)))

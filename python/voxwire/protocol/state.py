@@ -10,7 +10,7 @@ and session updates awaiting an answer — and one handler per server event type
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -23,7 +23,7 @@ from voxwire.protocol.client_events import (
     ConversationItemTruncate,
     ResponseCreate,
 )
-from voxwire.protocol.codec import encode_event, salvage_response
+from voxwire.protocol.codec import encode_event, salvage_response, short_repr
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.conversation import ConversationState
 from voxwire.protocol.gate import LostRace, ResponseGate
@@ -34,7 +34,11 @@ from voxwire.protocol.server_events import ReceivedEvent
 from voxwire.protocol.units import PCM16_24K, SampleFormat
 from voxwire.protocol.updates import SessionUpdateLog, UpdateTracker
 
-__all__ = ["HANDLERS", "ProtocolState"]
+__all__ = ["HANDLERS", "INTERNAL_ERROR_PREFIX", "ProtocolState", "internal_error"]
+
+#: How the message of a protocol error starts when applying a frame failed inside voxwire (a
+#: bug to report, with the frame); any other protocol error is the peer's.
+INTERNAL_ERROR_PREFIX: Final = "voxwire failed on this frame (a bug, please report it):"
 
 _E = TypeVar("_E", bound=ClientEvent)
 
@@ -64,6 +68,35 @@ class ProtocolState:
         self._failed_tags: list[str] = []
         self._updates = UpdateTracker()
         self._update_log = update_log
+
+    def _whole_samples(self, event: se.ResponseOutputAudioDelta) -> se.ResponseOutputAudioDelta:
+        """A delta must hold whole samples: the tail of a cut sample is reported and dropped,
+        and the rest goes on (the ledger and the playback clock count whole samples)."""
+        width = self._sample_format.bytes_per_sample
+        tail = len(event.delta) % width
+        if tail:
+            self._received.append(
+                se.ProtocolErrorEvent(
+                    message=f"response.output_audio.delta of item {short_repr(event.item_id)} "
+                    f"holds {len(event.delta)} bytes, not whole {width}-byte samples: the last "
+                    f"{tail} byte(s) were dropped and the rest kept",
+                    event_type="response.output_audio.delta",
+                    event_id=event.event_id,
+                )
+            )
+            kept = msgspec.structs.replace(event, delta=event.delta[: len(event.delta) - tail])
+            kept.__dict__.update(event.__dict__)  # the frame it came from (codec.raw_fields)
+            return kept
+        return event
+
+    def _receive(self, event: ReceivedEvent) -> None:
+        try:
+            keep = self._apply(event)
+        except Exception as exc:  # a state bug: reported, the session goes on
+            self._received.append(internal_error(exc, event))
+            return
+        if keep:
+            self._received.append(event)
 
     def _apply(self, event: ReceivedEvent) -> bool:
         """Change the state for ``event``; ``False`` when it is not to be handed out."""
@@ -281,6 +314,17 @@ class ProtocolState:
             if response is not None and response.id is not None:
                 self._finish_response(response.id, response)
         return True
+
+
+def internal_error(exc: Exception, event: ReceivedEvent | None) -> se.ProtocolErrorEvent:
+    """What a frame that broke voxwire itself becomes (no input should: the fuzz suite looks
+    for these). The state may lack that one event's change; nothing else is lost."""
+    kind = event.type if event is not None else None
+    return se.ProtocolErrorEvent(
+        message=f"{INTERNAL_ERROR_PREFIX} {type(exc).__name__}: {exc}"[:500],
+        event_type=kind,
+        event_id=getattr(event, "event_id", None),
+    )
 
 
 _Handler = Callable[[ProtocolState, Any], bool]

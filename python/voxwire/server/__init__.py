@@ -16,6 +16,7 @@ OpenAI-compatible chat-completions endpoint), ``faults`` (fault injection for te
 ``transcribe`` (input audio transcription), ``wire``, ``errors``, ``ids``.
 """
 
+from voxwire.server.client_secrets import ClientSecrets
 from voxwire.server.connection import RealtimeConnection
 from voxwire.server.engines.chat import ChatCompletionsResponder, ChatEndpointError
 from voxwire.server.engines.responder import (
@@ -47,6 +48,7 @@ __all__ = [
     "CallTool",
     "ChatCompletionsResponder",
     "ChatEndpointError",
+    "ClientSecrets",
     "Delay",
     "Drop",
     "Expire",

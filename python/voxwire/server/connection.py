@@ -147,7 +147,16 @@ class RealtimeConnection:
             await self._faults.arm(self._settings.faults)
             await self._send([self.session.created_event()])
             async for frame in self._ws:
-                await self.feed(frame)
+                try:
+                    await self.feed(frame)
+                except ConnectionClosed:
+                    raise
+                except Exception:
+                    # A bug of this server (a malformed event is answered by the session's own
+                    # error): reported as the service reports its own failures, and the
+                    # connection goes on.
+                    log.exception("failed to answer a client event")
+                    await self._send([_server_error(self._ids)])
         except ConnectionClosed:
             pass
         finally:
@@ -175,3 +184,12 @@ class RealtimeConnection:
         return error_event(
             self._ids, "session_expired", f"Your session hit the maximum duration of {shown}."
         )
+
+
+def _server_error(ids: ServerIds) -> ServerEvent:
+    return error_event(
+        ids,
+        None,
+        "The server had an error while processing your request. Sorry about that!",
+        error_type="server_error",
+    )

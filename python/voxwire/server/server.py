@@ -20,7 +20,7 @@ import logging
 from collections.abc import Sequence
 from http import HTTPStatus
 from types import TracebackType
-from typing import Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -56,6 +56,13 @@ MAX_FRAME_BYTES: Final = MAX_APPEND_BYTES * 4 // 3 + 1024 * 1024
 
 
 _wire_log = redacted_logger("voxwire.server.websockets")
+
+
+class KeyBook(Protocol):
+    """Keys the server accepts besides its token, each with the session it starts with
+    (``voxwire.server.client_secrets.ClientSecrets``: minted ephemeral keys)."""
+
+    def session_for(self, key: str) -> dict[str, Any] | None: ...
 
 
 class CallLines(Protocol):
@@ -123,7 +130,13 @@ class RealtimeServer:
         self._transcriber_option = transcriber
         self._own_transcriber: WhisperTranscriber | None = None
         self._closed = False
+        self._keys: KeyBook | None = None
         self._calls: CallLines | None = None
+
+    def use_client_secrets(self, keys: KeyBook) -> None:
+        """Accept the keys ``keys`` minted (even with a ``token``), each session starting with
+        the configuration its key was minted with (docs/web.md)."""
+        self._keys = keys
 
     def use_calls(self, calls: CallLines) -> None:
         """Serve ``?call_id=…`` websockets from ``calls`` (the SIP emulation's trunk)."""
@@ -164,6 +177,9 @@ class RealtimeServer:
                 connection = self._calls.connect(call_id, ws, settings)
             else:
                 connection = RealtimeConnection(ws, model, settings)
+                minted = self._minted_session(ws.request.headers)
+                if minted is not None:
+                    connection.session.configure(minted)
             self._connections[ws] = connection
             try:
                 await connection.serve()
@@ -282,6 +298,12 @@ class RealtimeServer:
             )
         return None
 
+    def _minted_session(self, headers: Headers) -> dict[str, Any] | None:
+        if self._keys is None:
+            return None
+        sessions = (self._keys.session_for(key) for key in _offered_keys(headers))
+        return next((s for s in sessions if s is not None), None)
+
     def authorized(self, authorization: str | None) -> bool:
         """Whether an ``Authorization`` header value carries this server's token (always, when
         it has none): the SIP emulation's REST endpoints check it as the handshake does."""
@@ -294,17 +316,25 @@ class RealtimeServer:
 
     def _authorized(self, headers: Headers) -> bool:
         assert self._token is not None
+        if self._minted_session(headers) is not None:
+            return True
         expected = self._token.encode()
-        offered: list[str] = []
-        auth = headers.get("Authorization", "")
-        if auth[:7].lower() == "bearer ":
-            offered.append(auth[7:].strip())
-        for value in headers.get_all("Sec-WebSocket-Protocol"):
-            for protocol in value.split(","):
-                protocol = protocol.strip()
-                if protocol.startswith(_KEY_SUBPROTOCOL):
-                    offered.append(protocol[len(_KEY_SUBPROTOCOL) :])
+        offered = _offered_keys(headers)
         return any(hmac.compare_digest(candidate.encode(), expected) for candidate in offered)
+
+
+def _offered_keys(headers: Headers) -> list[str]:
+    """The keys a handshake offers: ``Authorization: Bearer`` and the key subprotocol."""
+    offered: list[str] = []
+    auth = headers.get("Authorization", "")
+    if auth[:7].lower() == "bearer ":
+        offered.append(auth[7:].strip())
+    for value in headers.get_all("Sec-WebSocket-Protocol"):
+        for protocol in value.split(","):
+            protocol = protocol.strip()
+            if protocol.startswith(_KEY_SUBPROTOCOL):
+                offered.append(protocol[len(_KEY_SUBPROTOCOL) :])
+    return offered
 
 
 def _select_subprotocol(

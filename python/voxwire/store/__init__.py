@@ -7,6 +7,8 @@
 * :class:`ConversationRecorder` — sans-I/O: server events in, :mod:`store operations
   <voxwire.store.ops>` out, so a session only forwards what it receives.
 * :class:`SessionSnapshot` — the versioned JSON form of a conversation and its session state.
+* :class:`Lease`, :class:`HeldConversation` — one live writer per conversation, with a fencing
+  token (:mod:`voxwire.store.lease`).
 * :func:`replay_items`, :func:`conversation_state`, :func:`wire_item` — item integrity on replay.
 
 docs/persistence.md describes the API, the schema and the snapshot format.
@@ -15,6 +17,7 @@ docs/persistence.md describes the API, the schema and the snapshot format.
 from typing import TYPE_CHECKING, Any
 
 from voxwire.store.base import ConversationInfo, ConversationStore
+from voxwire.store.lease import DEFAULT_LEASE_TTL_S, HeldConversation, Lease
 from voxwire.store.ops import (
     DeleteItem,
     DropApproval,
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
     from voxwire.store.postgres import PostgresStore
 
 __all__ = [
+    "DEFAULT_LEASE_TTL_S",
     "POSITION_GAP",
     "SNAPSHOT_VERSION",
     "AudioPolicy",
@@ -57,6 +61,8 @@ __all__ = [
     "DeleteItem",
     "DropApproval",
     "DropOutput",
+    "HeldConversation",
+    "Lease",
     "MoveItems",
     "Origin",
     "PostgresStore",

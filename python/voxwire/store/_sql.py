@@ -1,5 +1,6 @@
-"""What the SQL stores share: the schema and its migrations, the statements of each operation,
-the decoding of rows, and every public method written once over a transaction primitive.
+"""What the SQL stores share: the statements of each operation and every public method written
+once over a transaction primitive (the schema and its migrations: :mod:`voxwire.store._schema`;
+decoding and checking rows: :mod:`voxwire.store._rows`).
 
 A backend provides :meth:`SQLStore._transaction` (run steps in one transaction, in order, and
 return each step's row count and rows) and :meth:`SQLStore.close`. Statements are written with
@@ -12,260 +13,84 @@ usage JSON), ``items`` (one row per item: position, type, role, call id, origin,
 wire JSON, transcripts JSON, truncations JSON, audio as msgpack), ``approvals`` and
 ``outputs`` (call id -> JSON), and ``schema_version`` (one row: version, the voxwire that wrote
 it). JSON is stored as text, not as a JSON column type, so that the wire form reads back
-exactly as written on both backends.
+exactly as written on both backends. Since version 3 a conversation's row also holds its item
+count (checked at load, :mod:`voxwire.store._rows`) and its lease (holder, fencing token,
+expiry: :mod:`voxwire.store.lease`).
+
+Time in SQL: ``{now}`` in a statement is the database's clock in microseconds since the epoch
+(:attr:`SQLStore._NOW`), so that the leases of processes on several machines agree.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import time
 import uuid
 from abc import abstractmethod
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
-from typing import Any, Final, NamedTuple
+from datetime import datetime, timedelta
+from typing import Any, ClassVar, Final, NamedTuple
 
 import msgspec
 
 from voxwire.exceptions import (
     ConfigurationError,
     ConversationExists,
+    ConversationHeld,
     ConversationNotFound,
-    StoreVersionError,
+    LeaseLost,
+    StoreError,
 )
+from voxwire.store._faults import subject
+from voxwire.store._rows import (
+    agent_check,
+    info_from_row,
+    moment,
+    snapshot_from_rows,
+    text_check,
+)
+from voxwire.store._schema import (
+    MIGRATIONS,
+    SCHEMA_TABLE,
+    SCHEMA_VERSION,
+    TABLES,
+    migration_statements,
+    voxwire_version,
+    with_paramstyle,
+)
+from voxwire.store._writes import COUNT_ROWS, PUT_ITEM, Step, item_row, op_steps
 from voxwire.store.base import ConversationInfo, ConversationStore
-from voxwire.store.ops import (
-    DeleteItem,
-    DropApproval,
-    DropOutput,
-    MoveItems,
-    PutApproval,
-    PutItem,
-    PutOutput,
-    SetAgent,
-    StoreOp,
-)
-from voxwire.store.snapshot import SessionSnapshot, StoredItem, UsageTotals
+from voxwire.store.lease import DEFAULT_LEASE_TTL_S, Lease, check_ttl, default_holder
+from voxwire.store.ops import PutApproval, PutOutput, StoreOp
+from voxwire.store.snapshot import SessionSnapshot, UsageTotals
 
-# --- schema -------------------------------------------------------------------------------------
+__all__ = [  # the schema's names are re-exported for the backends
+    "MIGRATIONS",
+    "SCHEMA_TABLE",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "Outcome",
+    "SQLStore",
+    "Step",
+    "StepFoundNothing",
+    "migration_statements",
+    "voxwire_version",
+    "with_paramstyle",
+]
 
-#: The migrations, in order: migration ``n`` (1-based) brings a store from version ``n - 1`` to
-#: ``n``. ``{bigint}`` and ``{blob}`` are the backend's type names. Append only:
-#: a released migration never changes.
-MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
-    (
-        """CREATE TABLE conversations (
-            id TEXT PRIMARY KEY,
-            created_at {bigint} NOT NULL,
-            updated_at {bigint} NOT NULL,
-            agent TEXT,
-            usage TEXT NOT NULL)""",
-        """CREATE TABLE items (
-            conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-            item_id TEXT NOT NULL,
-            position {bigint} NOT NULL,
-            type TEXT NOT NULL,
-            role TEXT,
-            call_id TEXT,
-            origin TEXT NOT NULL,
-            response_id TEXT,
-            wire TEXT NOT NULL,
-            transcripts TEXT NOT NULL,
-            truncated_ms TEXT NOT NULL,
-            audio {blob},
-            PRIMARY KEY (conversation_id, item_id))""",
-        "CREATE INDEX items_in_order ON items (conversation_id, position)",
-        """CREATE TABLE approvals (
-            conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-            call_id TEXT NOT NULL,
-            call TEXT NOT NULL,
-            created_at {bigint} NOT NULL,
-            PRIMARY KEY (conversation_id, call_id))""",
-        """CREATE TABLE outputs (
-            conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-            call_id TEXT NOT NULL,
-            output TEXT NOT NULL,
-            created_at {bigint} NOT NULL,
-            PRIMARY KEY (conversation_id, call_id))""",
-    ),
-    (
-        # list_conversations pages by updated_at; a call's items are looked up by call id.
-        "CREATE INDEX conversations_by_update ON conversations (updated_at, id)",
-        "CREATE INDEX items_by_call ON items (conversation_id, call_id)",
-    ),
-)
-
-#: The schema version this release writes (and the newest it can open).
-SCHEMA_VERSION: Final = len(MIGRATIONS)
-
-SCHEMA_TABLE: Final = (
-    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, written_by TEXT NOT NULL)"
-)
-
-
-def voxwire_version() -> str:
-    try:
-        return importlib.metadata.version("voxwire")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
-
-
-def migration_statements(
-    found: int | None, written_by: str | None, where: str, types: dict[str, str], upto: int
-) -> list[tuple[str, tuple[Any, ...]]]:
-    """The statements that bring a store at version ``found`` (``None``: a new store) to
-    version ``upto``; :class:`StoreVersionError` for a store newer than this release."""
-    current = found or 0
-    if current > SCHEMA_VERSION:
-        raise StoreVersionError(
-            f"the store {where} has schema version {current}, written by voxwire {written_by}; "
-            f"this voxwire ({voxwire_version()}) knows schema versions up to {SCHEMA_VERSION}. "
-            f"Upgrade voxwire to at least {written_by} (pip install -U voxwire), or point this "
-            "process at another store"
-        )
-    steps: list[tuple[str, tuple[Any, ...]]] = [
-        (sql.format(**types), ()) for migration in MIGRATIONS[current:upto] for sql in migration
-    ]
-    if steps or found is None:
-        if found is None:
-            steps.append(("INSERT INTO schema_version VALUES (?, ?)", (upto, voxwire_version())))
-        else:
-            steps.append(
-                ("UPDATE schema_version SET version = ?, written_by = ?", (upto, voxwire_version()))
-            )
-    return steps
-
-
-def with_paramstyle(sql: str, placeholder: str) -> str:
-    return sql.replace("?", placeholder)
-
-
-# --- rows ---------------------------------------------------------------------------------------
-
+_EPOCH: Final = moment(0)
 _json: Final = msgspec.json.Encoder()
-_transcripts: Final = msgspec.json.Decoder(dict[int, str])
-_truncations: Final = msgspec.json.Decoder(dict[int, int])
-_mapping: Final = msgspec.json.Decoder(dict[str, Any])
-_any: Final = msgspec.json.Decoder()
-_usage: Final = msgspec.json.Decoder(UsageTotals)
-_audio: Final = msgspec.msgpack.Decoder(dict[int, bytes])
 
-_ITEM_COLUMNS: Final = (
-    "conversation_id, item_id, position, type, role, call_id, origin, response_id, wire, "
-    "transcripts, truncated_ms, audio"
-)
-PUT_ITEM: Final = (
-    f"INSERT INTO items ({_ITEM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (conversation_id, item_id) DO UPDATE SET position = excluded.position, "
-    "type = excluded.type, role = excluded.role, call_id = excluded.call_id, "
-    "origin = excluded.origin, response_id = excluded.response_id, wire = excluded.wire, "
-    "transcripts = excluded.transcripts, truncated_ms = excluded.truncated_ms, "
-    "audio = excluded.audio"
-)
-_PUT_KEYED: Final = (
-    "INSERT INTO {table} (conversation_id, call_id, {column}, created_at) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT (conversation_id, call_id) DO UPDATE SET {column} = excluded.{column}"
-)
-PUT_APPROVAL: Final = _PUT_KEYED.format(table="approvals", column="call")
-PUT_OUTPUT: Final = _PUT_KEYED.format(table="outputs", column="output")
 _INFO: Final = (
     "SELECT c.id, c.created_at, c.updated_at, c.agent, "
     "(SELECT count(*) FROM items i WHERE i.conversation_id = c.id) FROM conversations c"
 )
 
 
-def item_row(conversation_id: str, item: StoredItem) -> tuple[Any, ...]:
-    return (
-        conversation_id,
-        item.id,
-        item.position,
-        item.type,
-        item.role,
-        item.call_id,
-        item.origin,
-        item.response_id,
-        _json.encode(item.wire).decode(),
-        _json.encode(item.transcripts).decode(),
-        _json.encode(item.truncated_ms).decode(),
-        msgspec.msgpack.encode(item.audio) if item.audio else None,
-    )
-
-
-def _stored_item(row: Sequence[Any]) -> StoredItem:
-    item_id, position, wire, transcripts, truncated, audio, response_id, origin = row
-    return StoredItem(
-        id=item_id,
-        position=position,
-        wire=_mapping.decode(wire),
-        transcripts=_transcripts.decode(transcripts),
-        truncated_ms=_truncations.decode(truncated),
-        audio=_audio.decode(audio) if audio is not None else {},
-        response_id=response_id,
-        origin=origin,
-    )
-
-
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
-
-def _moment(microseconds: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=microseconds)
-
-
-def _microseconds(moment: datetime) -> int:
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-def _info(row: Sequence[Any]) -> ConversationInfo:
-    conversation_id, created, updated, agent, count = row
-    return ConversationInfo(
-        conversation_id=conversation_id,
-        created_at=_moment(created),
-        updated_at=_moment(updated),
-        agent=agent,
-        item_count=int(count),
-    )
-
-
-def op_steps(conversation_id: str, op: StoreOp, now: int) -> list[Step]:
-    """The statements of one operation."""
-    cid = conversation_id
-    if isinstance(op, PutItem):
-        return [Step(PUT_ITEM, item_row(cid, op.item))]
-    if isinstance(op, DeleteItem):
-        return [
-            Step("DELETE FROM items WHERE conversation_id = ? AND item_id = ?", (cid, op.item_id))
-        ]
-    if isinstance(op, MoveItems):
-        rows = [(position, cid, item_id) for item_id, position in op.positions.items()]
-        sql = "UPDATE items SET position = ? WHERE conversation_id = ? AND item_id = ?"
-        return [Step(sql, rows, many=True)] if rows else []
-    if isinstance(op, SetAgent):
-        return [Step("UPDATE conversations SET agent = ? WHERE id = ?", (op.name, cid))]
-    if isinstance(op, PutApproval):
-        return [Step(PUT_APPROVAL, (cid, op.call_id, _json.encode(op.call).decode(), now))]
-    if isinstance(op, PutOutput):
-        return [Step(PUT_OUTPUT, (cid, op.call_id, _json.encode(op.output).decode(), now))]
-    if isinstance(op, DropApproval | DropOutput):
-        table = "approvals" if isinstance(op, DropApproval) else "outputs"
-        sql = f"DELETE FROM {table} WHERE conversation_id = ? AND call_id = ?"
-        return [Step(sql, (cid, op.call_id))]
-    usage = _json.encode(op.usage).decode()
-    return [Step("UPDATE conversations SET usage = ? WHERE id = ?", (usage, cid))]
+def _microseconds(at: datetime) -> int:
+    return (at - _EPOCH) // timedelta(microseconds=1)
 
 
 # --- the shared implementation ------------------------------------------------------------------
-
-
-class Step(NamedTuple):
-    """One statement of a transaction. ``many``: ``params`` is a list of parameter tuples.
-    ``required``: the transaction is rolled back (:class:`StepFoundNothing`) if it touches no
-    row."""
-
-    sql: str
-    params: Any = ()
-    many: bool = False
-    required: bool = False
 
 
 class Outcome(NamedTuple):
@@ -291,11 +116,39 @@ def _check_id(conversation_id: object) -> str:
 
 
 class SQLStore(ConversationStore):
-    """Every public method over :meth:`_transaction` (see the module docstring)."""
+    """Every public method over :meth:`_transaction` (see the module docstring).
+
+    A backend sets :attr:`_NOW` (its clock in SQL), :attr:`_where` (what messages call the
+    store) and :attr:`_version` (the schema version it opened) and implements
+    :meth:`_transaction` and ``close``.
+    """
+
+    _NOW: ClassVar[str]
+    _where: str
+    _version: int = SCHEMA_VERSION
 
     @abstractmethod
-    async def _transaction(self, steps: Sequence[Step], *, write: bool) -> list[Outcome]:
-        """Run ``steps`` in one transaction (read-only unless ``write``), in order."""
+    async def _transaction(
+        self,
+        steps: Sequence[Step],
+        *,
+        write: bool,
+        conversation_id: str | None = None,
+        doing: str = "read",
+    ) -> list[Outcome]:
+        """Run ``steps`` in one transaction (read-only unless ``write``), in order; a failure
+        of the database is raised as the :class:`StoreError` that says what it is, naming
+        ``conversation_id`` and what the store was ``doing``."""
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("{now}", self._NOW)
+
+    @property
+    def _leases(self) -> bool:
+        """Whether the schema has the lease and item-count columns (version 3)."""
+        return self._version >= 3
+
+    # --- conversations ----------------------------------------------------------------------------
 
     async def create(
         self, conversation_id: str | None = None, *, agent: str | None = None
@@ -306,25 +159,34 @@ class SQLStore(ConversationStore):
             else f"conv_{uuid.uuid4().hex}"
         )
         now = time.time_ns() // 1000
+        usage = _json.encode(UsageTotals()).decode()
+        columns, values = "", ""
+        params: tuple[Any, ...] = (cid, now, now, agent, usage)
+        if self._leases:
+            columns = ", item_count, pending_count, agent_check, usage_check"
+            values = ", 0, 0, ?, ?"
+            params += (agent_check(cid, agent), text_check(usage))
         steps = [
             Step(
-                "INSERT INTO conversations (id, created_at, updated_at, agent, usage) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                (cid, now, now, agent, _json.encode(UsageTotals()).decode()),
+                f"INSERT INTO conversations (id, created_at, updated_at, agent, usage{columns}) "
+                f"VALUES (?, ?, ?, ?, ?{values}) ON CONFLICT (id) DO NOTHING",
+                params,
                 required=True,
             )
         ]
         try:
-            await self._transaction(steps, write=True)
+            await self._transaction(steps, write=True, conversation_id=cid, doing="create it")
         except StepFoundNothing:
             raise ConversationExists(
-                f"conversation {cid!r} is already stored: open it with open_conversation() or "
-                "load(), or pick another id"
+                f"{subject(self._where, cid)} is already stored: open it with "
+                "open_conversation() or load(), or pick another id",
+                store=self._where,
+                conversation_id=cid,
             ) from None
         return ConversationInfo(
             conversation_id=cid,
-            created_at=_moment(now),
-            updated_at=_moment(now),
+            created_at=moment(now),
+            updated_at=moment(now),
             agent=agent,
             item_count=0,
         )
@@ -339,16 +201,25 @@ class SQLStore(ConversationStore):
 
     async def info(self, conversation_id: str) -> ConversationInfo:
         cid = _check_id(conversation_id)
-        [outcome] = await self._transaction([Step(f"{_INFO} WHERE c.id = ?", (cid,))], write=False)
+        [outcome] = await self._transaction(
+            [Step(f"{_INFO} WHERE c.id = ?", (cid,))], write=False, conversation_id=cid
+        )
         if not outcome.rows:
-            raise _not_found(cid)
-        return _info(outcome.rows[0])
+            raise self._not_found(cid)
+        return info_from_row(self._where, outcome.rows[0])
 
     async def list_conversations(
         self, *, limit: int = 100, updated_before: datetime | None = None
     ) -> list[ConversationInfo]:
-        if limit < 1:
-            raise ConfigurationError(f"limit={limit}: must be at least 1")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigurationError(f"limit={limit!r}: must be an integer of at least 1")
+        if updated_before is not None and (
+            not isinstance(updated_before, datetime) or updated_before.utcoffset() is None
+        ):
+            raise ConfigurationError(
+                f"updated_before={updated_before!r}: expected an aware datetime (the "
+                "updated_at of the last conversation of the previous page)"
+            )
         if updated_before is None:
             step = Step(f"{_INFO} ORDER BY c.updated_at DESC, c.id LIMIT ?", (limit,))
         else:
@@ -357,99 +228,97 @@ class SQLStore(ConversationStore):
                 (_microseconds(updated_before), limit),
             )
         [outcome] = await self._transaction([step], write=False)
-        return [_info(row) for row in outcome.rows]
+        return [info_from_row(self._where, row) for row in outcome.rows]
 
-    async def delete_conversation(self, conversation_id: str) -> bool:
+    async def delete_conversation(
+        self, conversation_id: str, *, lease: Lease | None = None
+    ) -> bool:
         cid = _check_id(conversation_id)
-        steps = [
+        steps = [self._guard(cid, lease, time.time_ns() // 1000)]
+        steps += [
             Step(f"DELETE FROM {table} WHERE conversation_id = ?", (cid,))
             for table in ("items", "approvals", "outputs")
         ]
         steps.append(Step("DELETE FROM conversations WHERE id = ?", (cid,)))
-        outcomes = await self._transaction(steps, write=True)
-        return outcomes[-1].rowcount > 0
+        try:
+            await self._transaction(steps, write=True, conversation_id=cid, doing="delete it")
+        except StepFoundNothing:
+            refusal = await self._refusal(cid, lease)
+            if isinstance(refusal, ConversationNotFound):
+                return False
+            raise refusal from None
+        return True
 
-    async def apply(self, conversation_id: str, ops: Sequence[StoreOp]) -> None:
+    # --- reading and writing ----------------------------------------------------------------------
+
+    async def apply(
+        self, conversation_id: str, ops: Sequence[StoreOp], *, lease: Lease | None = None
+    ) -> None:
         cid = _check_id(conversation_id)
         now = time.time_ns() // 1000
-        steps = [
-            Step("UPDATE conversations SET updated_at = ? WHERE id = ?", (now, cid), required=True)
-        ]
+        steps = [self._guard(cid, lease, now)]
         for index, op in enumerate(ops):
             # Pending approvals and outputs load in the order they were put.
-            steps += op_steps(cid, op, now + index)
+            steps += op_steps(cid, op, now + index, self._leases)
         try:
-            await self._transaction(steps, write=True)
+            await self._transaction(steps, write=True, conversation_id=cid, doing="write")
         except StepFoundNothing:
-            raise _not_found(cid) from None
+            raise await self._refusal(cid, lease) from None
 
     async def load(self, conversation_id: str) -> SessionSnapshot:
         cid = _check_id(conversation_id)
+        count = (
+            "item_count, pending_count, agent_check, usage_check"
+            if self._leases
+            else "NULL, NULL, NULL, NULL"
+        )
+        check = ", checksum, position_check" if self._leases else ""
+        keyed = ", checksum" if self._leases else ""
         outcomes = await self._transaction(
             [
                 Step(
-                    "SELECT created_at, updated_at, agent, usage FROM conversations WHERE id = ?",
+                    f"SELECT created_at, updated_at, agent, usage, {count} FROM conversations "
+                    "WHERE id = ?",
                     (cid,),
                 ),
                 Step(
                     "SELECT item_id, position, wire, transcripts, truncated_ms, audio, "
-                    "response_id, origin FROM items WHERE conversation_id = ? "
+                    f"response_id, origin{check} FROM items WHERE conversation_id = ? "
                     "ORDER BY position, item_id",
                     (cid,),
                 ),
                 Step(
-                    "SELECT call_id, call FROM approvals WHERE conversation_id = ? "
+                    f"SELECT call_id, call{keyed} FROM approvals WHERE conversation_id = ? "
                     "ORDER BY created_at, call_id",
                     (cid,),
                 ),
                 Step(
-                    "SELECT call_id, output FROM outputs WHERE conversation_id = ? "
+                    f"SELECT call_id, output{keyed} FROM outputs WHERE conversation_id = ? "
                     "ORDER BY created_at, call_id",
                     (cid,),
                 ),
             ],
             write=False,
+            conversation_id=cid,
+            doing="load it",
         )
         conversation, items, approvals, outputs = (outcome.rows for outcome in outcomes)
         if not conversation:
-            raise _not_found(cid)
-        created, updated, agent, usage = conversation[0]
-        return SessionSnapshot(
-            conversation_id=cid,
-            created_at=_moment(created),
-            updated_at=_moment(updated),
-            agent=agent,
-            items=tuple(_stored_item(row) for row in items),
-            approvals={call_id: _mapping.decode(call) for call_id, call in approvals},
-            outputs={call_id: _any.decode(output) for call_id, output in outputs},
-            usage=_usage.decode(usage),
-        )
+            raise self._not_found(cid)
+        return snapshot_from_rows(self._where, cid, conversation[0], items, approvals, outputs)
 
-    async def import_snapshot(self, snapshot: SessionSnapshot, *, replace: bool = False) -> None:
+    async def import_snapshot(
+        self, snapshot: SessionSnapshot, *, replace: bool = False, lease: Lease | None = None
+    ) -> None:
         cid = _check_id(snapshot.conversation_id)
         now = time.time_ns() // 1000
-        steps: list[Step] = []
-        if replace:
-            steps += [
-                Step(f"DELETE FROM {table} WHERE conversation_id = ?", (cid,))
-                for table in ("items", "approvals", "outputs")
-            ]
-            steps.append(Step("DELETE FROM conversations WHERE id = ?", (cid,)))
-        steps.append(
-            Step(
-                "INSERT INTO conversations (id, created_at, updated_at, agent, usage) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                (
-                    cid,
-                    _microseconds(snapshot.created_at),
-                    _microseconds(snapshot.updated_at),
-                    snapshot.agent,
-                    _json.encode(snapshot.usage).decode(),
-                ),
-                required=True,
-            )
-        )
+        steps = [self._import_conversation(snapshot, replace, lease)]
+        steps += [
+            Step(f"DELETE FROM {table} WHERE conversation_id = ?", (cid,))
+            for table in (("items", "approvals", "outputs") if replace else ())
+        ]
         if snapshot.items:
+            self._need_leases(cid)
             rows = [item_row(cid, item) for item in snapshot.items]
             steps.append(Step(PUT_ITEM, rows, many=True))
         keyed: list[StoreOp] = [
@@ -457,17 +326,199 @@ class SQLStore(ConversationStore):
             *(PutOutput(call_id=key, output=output) for key, output in snapshot.outputs.items()),
         ]
         for index, op in enumerate(keyed):
-            steps += op_steps(cid, op, now + index)
+            steps += op_steps(cid, op, now + index, self._leases)
+        if self._leases:
+            steps.append(COUNT_ROWS._replace(params=(cid,) * 4))
         try:
-            await self._transaction(steps, write=True)
+            await self._transaction(steps, write=True, conversation_id=cid, doing="import it")
         except StepFoundNothing:
+            if replace:
+                raise await self._refusal(cid, lease) from None
             raise ConversationExists(
-                f"conversation {cid!r} is already stored: pass replace=True to overwrite it"
+                f"{subject(self._where, cid)} is already stored: pass replace=True to overwrite it",
+                store=self._where,
+                conversation_id=cid,
             ) from None
 
+    def _import_conversation(
+        self, snapshot: SessionSnapshot, replace: bool, lease: Lease | None
+    ) -> Step:
+        """The conversation's row of an import: inserted; with ``replace``, or updated in
+        place (so its lease, and the fencing token, go on) if the lease allows it."""
+        update = "NOTHING"
+        params: list[Any] = [
+            snapshot.conversation_id,
+            _microseconds(snapshot.created_at),
+            _microseconds(snapshot.updated_at),
+            snapshot.agent,
+            _json.encode(snapshot.usage).decode(),
+        ]
+        columns = values = ""
+        if self._leases:
+            columns, values = ", agent_check, usage_check", ", ?, ?"
+            params += [agent_check(snapshot.conversation_id, snapshot.agent), text_check(params[4])]
+        if replace:
+            update = (
+                "UPDATE SET created_at = excluded.created_at, updated_at = excluded.updated_at, "
+                "agent = excluded.agent, usage = excluded.usage"
+            )
+            if self._leases:
+                update += ", agent_check = excluded.agent_check, usage_check = excluded.usage_check"
+            if self._leases and lease is None:
+                update += " WHERE conversations.lease_expires <= {now}"
+            elif self._leases and lease is not None:
+                update += " WHERE conversations.lease_token = ?"
+                params.append(self._token(snapshot.conversation_id, lease))
+        sql = (
+            f"INSERT INTO conversations (id, created_at, updated_at, agent, usage{columns}) "
+            f"VALUES (?, ?, ?, ?, ?{values}) ON CONFLICT (id) DO {update}"
+        )
+        return Step(self._sql(sql), tuple(params), required=True)
 
-def _not_found(conversation_id: str) -> ConversationNotFound:
-    return ConversationNotFound(
-        f"no conversation {conversation_id!r} in this store: create it first "
-        "(create() / open_conversation()), or check the id (list_conversations())"
-    )
+    # --- leases -----------------------------------------------------------------------------------
+
+    async def acquire(
+        self,
+        conversation_id: str,
+        *,
+        ttl_s: float = DEFAULT_LEASE_TTL_S,
+        holder: str | None = None,
+    ) -> Lease:
+        cid = _check_id(conversation_id)
+        ttl = check_ttl(ttl_s)
+        who = holder if holder is not None else default_holder()
+        self._need_leases(cid)
+        take = Step(
+            self._sql(
+                "UPDATE conversations SET lease_holder = ?, lease_token = lease_token + 1, "
+                "lease_expires = {now} + ? WHERE id = ? AND lease_expires <= {now}"
+            ),
+            (who, round(ttl * 1e6), cid),
+        )
+        taken, state = await self._transaction(
+            [take, self._lease_state(cid)], write=True, conversation_id=cid, doing="acquire it"
+        )
+        if not state.rows:
+            raise self._not_found(cid)
+        current, token, expires, now = state.rows[0]
+        if taken.rowcount != 1 or current != who:
+            raise self._held(cid, current, token, expires, now)
+        return Lease(
+            conversation_id=cid, holder=who, token=token, ttl_s=ttl, expires_at=moment(expires)
+        )
+
+    async def renew(self, lease: Lease) -> Lease:
+        cid = _check_id(lease.conversation_id)
+        self._need_leases(cid)
+        extend = Step(
+            self._sql(
+                "UPDATE conversations SET lease_expires = {now} + ? WHERE id = ? "
+                "AND lease_token = ?"
+            ),
+            (round(lease.ttl_s * 1e6), cid, lease.token),
+            required=True,
+        )
+        try:
+            _, state = await self._transaction(
+                [extend, self._lease_state(cid)], write=True, conversation_id=cid, doing="renew"
+            )
+        except StepFoundNothing:
+            raise await self._refusal(cid, lease) from None
+        return Lease(
+            conversation_id=cid,
+            holder=lease.holder,
+            token=lease.token,
+            ttl_s=lease.ttl_s,
+            expires_at=moment(state.rows[0][2]),
+        )
+
+    async def release(self, lease: Lease) -> None:
+        cid = _check_id(lease.conversation_id)
+        self._need_leases(cid)
+        step = Step(
+            "UPDATE conversations SET lease_expires = 0, lease_holder = NULL "
+            "WHERE id = ? AND lease_token = ?",
+            (cid, lease.token),
+        )
+        await self._transaction([step], write=True, conversation_id=cid, doing="release it")
+
+    def _lease_state(self, cid: str) -> Step:
+        return Step(
+            self._sql(
+                "SELECT lease_holder, lease_token, lease_expires, {now} FROM conversations "
+                "WHERE id = ?"
+            ),
+            (cid,),
+        )
+
+    def _guard(self, cid: str, lease: Lease | None, now: int) -> Step:
+        """The first step of a write: it sets ``updated_at`` and touches no row — so the
+        write is refused, and :meth:`_refusal` says why — when the conversation is not stored,
+        is held by another's live lease, or ``lease`` is no longer the current one."""
+        sql = "UPDATE conversations SET updated_at = ? WHERE id = ?"
+        params: tuple[Any, ...] = (now, cid)
+        if self._leases and lease is None:
+            sql += " AND lease_expires <= {now}"
+        elif self._leases and lease is not None:
+            sql += " AND lease_token = ?"
+            params += (self._token(cid, lease),)
+        return Step(self._sql(sql), params, required=True)
+
+    def _token(self, cid: str, lease: Lease) -> int:
+        if not isinstance(lease, Lease) or lease.conversation_id != cid:
+            raise ConfigurationError(
+                f"lease={lease!r} is not a lease of conversation {cid!r}: pass the Lease that "
+                f"acquire({cid!r}) returned"
+            )
+        return lease.token
+
+    def _need_leases(self, cid: str) -> None:
+        if not self._leases:
+            raise StoreError(
+                f"{subject(self._where, cid)}: this store was opened at schema version "
+                f"{self._version}, which has no leases or checksums: open it without "
+                "schema_version=",
+                store=self._where,
+                conversation_id=cid,
+            )
+
+    async def _refusal(self, cid: str, lease: Lease | None) -> StoreError:
+        """Why a write's guard touched no row (read after the write was rolled back)."""
+        [state] = await self._transaction(
+            [self._lease_state(cid)], write=False, conversation_id=cid
+        )
+        if not state.rows:
+            return self._not_found(cid)
+        holder, token, expires, now = state.rows[0]
+        if lease is not None:
+            return LeaseLost(
+                f"{subject(self._where, cid)}: the lease of {lease.holder} (token {lease.token}) "
+                f"was taken over by {holder or 'another holder'} (token {token}) after it "
+                "expired, so this write was refused: stop writing this conversation here; "
+                "resume it again (which loads what the other holder wrote) to go on",
+                store=self._where,
+                conversation_id=cid,
+            )
+        return self._held(cid, holder, token, expires, now)
+
+    def _held(
+        self, cid: str, holder: str | None, token: int, expires: int, now: int
+    ) -> ConversationHeld:
+        left_s = max(0.0, (expires - now) / 1e6)
+        return ConversationHeld(
+            f"{subject(self._where, cid)} is held by {holder or 'another session'} (lease token "
+            f"{token}) for {left_s:.1f} s more unless renewed: another live session is using "
+            "it, and two writers would interleave. Close that session first; if its process "
+            "died, the lease expires by itself and the conversation can be taken then",
+            store=self._where,
+            conversation_id=cid,
+        )
+
+    def _not_found(self, conversation_id: str) -> ConversationNotFound:
+        return ConversationNotFound(
+            f"{subject(self._where, None)}: no conversation {conversation_id!r} in this store: "
+            "create it first (create() / open_conversation()), or check the id "
+            "(list_conversations())",
+            store=self._where,
+            conversation_id=conversation_id,
+        )

@@ -9,18 +9,25 @@ Implementations: :class:`~voxwire.store.sqlite.SQLiteStore` (one file, the embed
 :class:`~voxwire.store.postgres.PostgresStore` (``pip install "voxwire[postgres]"``, for many
 agent processes on many machines). Both are safe to share between the sessions of one process
 (every method may be awaited concurrently) and between processes.
+
+One live session per conversation: a session acquires the conversation's lease
+(:meth:`~ConversationStore.acquire`, or :meth:`~ConversationStore.hold` which also renews it)
+and passes it to every write; another process is refused while the lease is live, and a holder
+whose lease was taken over cannot write any more (:mod:`voxwire.store.lease`).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any
 
 from msgspec import Struct
 
+from voxwire.exceptions import StoreError
+from voxwire.store.lease import DEFAULT_LEASE_TTL_S, HeldConversation, Lease
 from voxwire.store.ops import (
     DeleteItem,
     DropApproval,
@@ -50,9 +57,16 @@ class ConversationInfo(Struct, frozen=True, kw_only=True):
 class ConversationStore(ABC):
     """Conversations by id: items in order, agent, approvals, undelivered outputs, usage.
 
-    Errors: :class:`~voxwire.exceptions.ConversationNotFound` for an id that is not stored,
+    Errors: every failure is a :class:`~voxwire.exceptions.StoreError` (the tree is drawn in
+    :mod:`voxwire.exceptions`) naming the store, the conversation, what is wrong and what to do:
+    :class:`~voxwire.exceptions.ConversationNotFound` for an id that is not stored,
     :class:`~voxwire.exceptions.ConversationExists` when :meth:`create` finds one,
-    :class:`~voxwire.exceptions.StoreVersionError` when the store was written by a newer voxwire.
+    :class:`~voxwire.exceptions.StoreVersionError` when the store was written by a newer voxwire,
+    :class:`~voxwire.exceptions.StoreCorrupt` for a damaged file or conversation,
+    :class:`~voxwire.exceptions.StoreReadOnly`, :class:`~voxwire.exceptions.StoreFull`,
+    :class:`~voxwire.exceptions.ConversationHeld` and :class:`~voxwire.exceptions.LeaseLost`.
+    Bad arguments (an empty id, a value that is not JSON) raise
+    :class:`~voxwire.exceptions.ConfigurationError` at once.
     """
 
     # --- conversations --------------------------------------------------------------------------
@@ -81,24 +95,76 @@ class ConversationStore(ABC):
         ``updated_at`` of the last one of the previous page)."""
 
     @abstractmethod
-    async def delete_conversation(self, conversation_id: str) -> bool:
-        """Remove a conversation and everything in it; ``False`` if it was not stored."""
+    async def delete_conversation(
+        self, conversation_id: str, *, lease: Lease | None = None
+    ) -> bool:
+        """Remove a conversation and everything in it; ``False`` if it was not stored. Refused
+        (:class:`~voxwire.exceptions.ConversationHeld`) while another holds its lease."""
 
     # --- reading and writing --------------------------------------------------------------------
 
     @abstractmethod
-    async def apply(self, conversation_id: str, ops: Sequence[StoreOp]) -> None:
+    async def apply(
+        self, conversation_id: str, ops: Sequence[StoreOp], *, lease: Lease | None = None
+    ) -> None:
         """Write ``ops`` in order, in one transaction, and set the conversation's ``updated_at``.
-        When this returns, the operations survive a crash of the process."""
+        When this returns, the operations survive a crash of the process.
+
+        ``lease``: the writer's lease; the write is refused
+        (:class:`~voxwire.exceptions.LeaseLost`) unless it is still the conversation's current
+        one. Without it, the write is refused (:class:`~voxwire.exceptions.ConversationHeld`)
+        while anyone holds a live lease."""
 
     @abstractmethod
     async def load(self, conversation_id: str) -> SessionSnapshot:
         """The whole conversation, read in one consistent transaction."""
 
     @abstractmethod
-    async def import_snapshot(self, snapshot: SessionSnapshot, *, replace: bool = False) -> None:
-        """Store ``snapshot`` as its conversation (``replace``: over an existing one; otherwise
-        an existing one is an error)."""
+    async def import_snapshot(
+        self, snapshot: SessionSnapshot, *, replace: bool = False, lease: Lease | None = None
+    ) -> None:
+        """Store ``snapshot`` as its conversation (``replace``: over an existing one, which
+        keeps its lease — refused like :meth:`apply` if another holds it; otherwise an existing
+        one is an error)."""
+
+    # --- leases (voxwire.store.lease) -------------------------------------------------------------
+
+    @abstractmethod
+    async def acquire(
+        self,
+        conversation_id: str,
+        *,
+        ttl_s: float = DEFAULT_LEASE_TTL_S,
+        holder: str | None = None,
+    ) -> Lease:
+        """Take the conversation for one writer: a lease for ``ttl_s`` seconds (by the
+        database's clock) with the next fencing token. Refused
+        (:class:`~voxwire.exceptions.ConversationHeld`, naming the holder) while another lease
+        is live; an expired one is taken over. ``holder`` names this writer in others' error
+        messages (default ``host:pid:random``)."""
+
+    @abstractmethod
+    async def renew(self, lease: Lease) -> Lease:
+        """Extend ``lease`` by its ``ttl_s`` from now; :class:`~voxwire.exceptions.LeaseLost`
+        if it was taken over (after it had expired)."""
+
+    @abstractmethod
+    async def release(self, lease: Lease) -> None:
+        """Free the conversation now (nothing happens if the lease was taken over)."""
+
+    async def hold(
+        self,
+        conversation_id: str,
+        *,
+        ttl_s: float = DEFAULT_LEASE_TTL_S,
+        holder: str | None = None,
+        on_lost: Callable[[StoreError], None] | None = None,
+    ) -> HeldConversation:
+        """:meth:`acquire`, then renew in the background every ``ttl_s / 3`` until
+        :meth:`HeldConversation.release <voxwire.store.lease.HeldConversation.release>`;
+        ``on_lost`` is called if a renewal finds the lease taken over."""
+        lease = await self.acquire(conversation_id, ttl_s=ttl_s, holder=holder)
+        return HeldConversation(self, lease, on_lost)
 
     @abstractmethod
     async def close(self) -> None:

@@ -18,6 +18,11 @@ driver most deployments already trust), ships binary wheels with libpq, is fully
 maintained pool, and honours libpq's connection strings, service files and environment
 (``PGHOST``, ``PGPASSFILE`` …) that operators use. asyncpg is faster on large result sets, which
 a conversation store does not have (benches/RESULTS.md: the store's cost is round trips).
+
+Failures become the store's own errors by their SQLSTATE (:mod:`voxwire.store._faults`): disk
+full, read-only (a standby, a role without rights), damaged data, missing tables. Leases use the
+server's clock (``clock_timestamp()``) and its row locks: an acquisition and a write of the
+same conversation both update its row, so one waits for the other and then sees its outcome.
 """
 
 from __future__ import annotations
@@ -32,9 +37,11 @@ from psycopg import conninfo as pg_conninfo
 from psycopg_pool import AsyncConnectionPool
 
 from voxwire.exceptions import ConfigurationError, StoreError
+from voxwire.store._faults import postgres_error, subject
 from voxwire.store._sql import (
     SCHEMA_TABLE,
     SCHEMA_VERSION,
+    TABLES,
     Outcome,
     SQLStore,
     Step,
@@ -53,11 +60,14 @@ _SEARCH_PATH: Final = "SELECT set_config('search_path', %s, true)"
 class PostgresStore(SQLStore):
     """Conversations in a PostgreSQL database. Open with :meth:`open`."""
 
+    _NOW = "(extract(epoch from clock_timestamp()) * 1000000)::bigint"
+
     def __init__(self, pool: AsyncConnectionPool, schema: str, where: str) -> None:
         # Built by open().
         self._pool = pool
         self._schema = schema
         self._where = where
+        self._version = SCHEMA_VERSION
         self._closed = False
 
     @classmethod
@@ -109,7 +119,7 @@ class PostgresStore(SQLStore):
         except BaseException as exc:
             await pool.close()
             if isinstance(exc, psycopg.Error):  # PoolTimeout included
-                raise StoreError(f"cannot open the PostgreSQL store {where}: {exc}") from exc
+                raise postgres_error(exc, exc.sqlstate, where, None, "open it") from exc
             raise
         return store
 
@@ -126,8 +136,15 @@ class PostgresStore(SQLStore):
                 cursor = await conn.execute("SELECT version, written_by FROM schema_version")
                 row = await cursor.fetchone()
                 found, written_by = (row[0], row[1]) if row is not None else (None, None)
+                cursor = await conn.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
+                    "AND table_name = ANY(%s)",
+                    (self._schema, list(TABLES)),
+                )
+                tables = {name for (name,) in await cursor.fetchall()}
+                self._version = max(upto, found or 0)
                 steps = migration_statements(
-                    found, written_by, self._where, _TYPES, max(upto, found or 0)
+                    found, written_by, self._where, _TYPES, self._version, tables
                 )
                 for sql, params in steps:
                     await conn.execute(with_paramstyle(sql, "%s"), params)
@@ -136,14 +153,25 @@ class PostgresStore(SQLStore):
                 await _rollback(conn)
                 raise
 
-    async def _transaction(self, steps: Sequence[Step], *, write: bool) -> list[Outcome]:
+    async def _transaction(
+        self,
+        steps: Sequence[Step],
+        *,
+        write: bool,
+        conversation_id: str | None = None,
+        doing: str = "read",
+    ) -> list[Outcome]:
         if self._closed:
-            raise StoreError(f"the store {self._where} is closed: open it again")
+            raise StoreError(
+                f"{subject(self._where, conversation_id)}: the store is closed: open it again",
+                store=self._where,
+                conversation_id=conversation_id,
+            )
         try:
             async with self._pool.connection() as conn:
                 return await _run(conn, self._schema, steps, write)
         except psycopg.Error as exc:
-            raise StoreError(f"the PostgreSQL store {self._where} failed: {exc}") from exc
+            raise postgres_error(exc, exc.sqlstate, self._where, conversation_id, doing) from exc
 
     async def close(self) -> None:
         if not self._closed:

@@ -30,6 +30,7 @@ from websockets.exceptions import (
 from voxwire._core import __version__
 from voxwire.asyncio.errors import ConnectionFailed
 from voxwire.logs import SECRET_HEADERS, redacted_logger
+from voxwire.protocol.limits import MAX_FRAME_BYTES
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -43,7 +44,7 @@ __all__ = [
 
 #: Large enough for ``conversation.item.retrieved`` of an item holding the longest input audio
 #: the service accepts (15 MiB of audio is ~20 MiB of base64).
-DEFAULT_MAX_MESSAGE_BYTES: Final = 32 * 1024 * 1024
+DEFAULT_MAX_MESSAGE_BYTES: Final = MAX_FRAME_BYTES  # the protocol core's bound: one figure
 
 
 class TransportClosed(Exception):

@@ -39,6 +39,7 @@ from voxwire.store import (
     AudioPolicy,
     ConversationRecorder,
     ConversationStore,
+    HeldConversation,
     SessionSnapshot,
     StoreOp,
 )
@@ -60,8 +61,10 @@ class StoreWriter:
         store: ConversationStore,
         conversation_id: str,
         failed: Callable[[BaseException], None],
+        held: HeldConversation | None = None,
     ) -> None:
         self._store = store
+        self._held = held
         self._conversation_id = conversation_id
         self._failed = failed
         self._queued: list[tuple[Sequence[StoreOp], asyncio.Future[None] | None]] = []
@@ -85,7 +88,8 @@ class StoreWriter:
             batch, self._queued = self._queued, []
             ops = [op for ops, _ in batch for op in ops]
             try:
-                await self._store.apply(self._conversation_id, ops)
+                lease = self._held.lease if self._held is not None else None
+                await self._store.apply(self._conversation_id, ops, lease=lease)
             except Exception as exc:
                 log.error("writing to the conversation store failed", exc_info=exc)
                 self._failed(exc)
@@ -124,6 +128,9 @@ class PersistenceOptions(Protocol):
     @property
     def close_timeout_s(self) -> float: ...
 
+    @property
+    def lease_ttl_s(self) -> float: ...
+
 
 class Persistence:
     """The recorder and the store of one session (see the module docstring)."""
@@ -135,6 +142,8 @@ class Persistence:
         self._conversation_id = options.conversation_id
         self._audio = options.store_audio
         self._close_timeout_s = options.close_timeout_s
+        self._lease_ttl_s = options.lease_ttl_s
+        self._held: HeldConversation | None = None
         self._emit = emit
         self.recorder: ConversationRecorder | None = None
         self._writer: StoreWriter | None = None
@@ -177,6 +186,7 @@ class Persistence:
                     "item(s): go on with it with RealtimeSession.resume(store, "
                     f"{info.conversation_id!r}, ...), or pick a new conversation_id"
                 )
+            await self.take(info.conversation_id)
             self._begin(
                 ConversationRecorder(info.conversation_id, info.created_at, audio=self._audio)
             )
@@ -188,18 +198,32 @@ class Persistence:
         there, over what the store holds under its id)."""
         if imported and self.store is not None:
             await self.store.import_snapshot(snapshot, replace=True)
+            await self.take(snapshot.conversation_id)
         self._begin(ConversationRecorder.from_snapshot(snapshot, audio=self._audio))
         self._seen.update(item.id for item in snapshot.items)
+
+    async def take(self, conversation_id: str) -> None:
+        """Hold the conversation's lease (renewed until :meth:`aclose`): another session is
+        refused while this one lives, and this one's writes stop if it is ever taken over."""
+        if self.store is not None and self._held is None:
+            self._held = await self.store.hold(
+                conversation_id, ttl_s=self._lease_ttl_s, on_lost=self._write_failed
+            )
 
     def _begin(self, recorder: ConversationRecorder) -> None:
         self.recorder = recorder
         if self.store is not None:
-            self._writer = StoreWriter(self.store, recorder.conversation_id, self._write_failed)
+            self._writer = StoreWriter(
+                self.store, recorder.conversation_id, self._write_failed, self._held
+            )
 
     async def aclose(self) -> None:
-        """Finish the writes (the store stays open: it is the application's)."""
+        """Finish the writes and give the conversation's lease back (the store stays open: it
+        is the application's)."""
         if self._writer is not None:
             await self._writer.aclose(self._close_timeout_s)
+        if self._held is not None:
+            await self._held.release()
 
     # --- what happens -----------------------------------------------------------------------------
 

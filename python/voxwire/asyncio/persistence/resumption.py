@@ -253,6 +253,7 @@ class ConversationStart:
             store, conversation_id = persistence.store, persistence.conversation_id
             assert store is not None
             assert conversation_id is not None
+            await persistence.take(conversation_id)  # first: nobody writes between load and replay
             self._snapshot = await store.load(conversation_id)
         started = find_agent(agent, self._agents, self._snapshot.agent)
         await persistence.start_resumed(self._snapshot, imported=imported)

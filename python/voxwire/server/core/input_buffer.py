@@ -15,11 +15,15 @@ from voxwire.protocol import samples_to_ms
 from voxwire.protocol.units import SampleFormat
 from voxwire.server.core.errors import ServerError
 
-__all__ = ["MAX_APPEND_BYTES", "MIN_COMMIT_MS", "InputAudioBuffer"]
+__all__ = ["MAX_APPEND_BYTES", "MAX_BUFFER_BYTES", "MIN_COMMIT_MS", "InputAudioBuffer"]
 
 #: GA reference: "the client may choose how much audio to place in each event up to a maximum
 #: of 15 MiB".
 MAX_APPEND_BYTES: Final = 15 * 1024 * 1024
+#: What the buffer holds at most between commits: the same 15 MiB (5 min 27 s of 24 kHz PCM16,
+#: 32 min of G.711), so a client flooding audio without committing costs bounded memory. The GA
+#: reference publishes no figure for the whole buffer (docs/server.md, "Limits").
+MAX_BUFFER_BYTES: Final = MAX_APPEND_BYTES
 #: A commit needs at least this much audio (``input_audio_buffer_commit_empty``).
 MIN_COMMIT_MS: Final = 100
 
@@ -62,6 +66,14 @@ class InputAudioBuffer:
                 "invalid_value",
                 f"Invalid 'audio': the audio is {len(audio)} bytes; at most "
                 f"{MAX_APPEND_BYTES} bytes (15 MiB) may be appended at once.",
+                param="audio",
+            )
+        if len(self._data) + len(audio) > MAX_BUFFER_BYTES:
+            raise ServerError(
+                "input_audio_buffer_full",
+                f"Input audio buffer is full: it holds {len(self._data)} bytes and at most "
+                f"{MAX_BUFFER_BYTES} bytes (15 MiB); this append of {len(audio)} bytes was "
+                "dropped. Commit (input_audio_buffer.commit) or clear the buffer first.",
                 param="audio",
             )
         self._data += audio

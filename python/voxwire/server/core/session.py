@@ -57,6 +57,7 @@ from voxwire.protocol import (
     decode_client_event,
     parse_object,
 )
+from voxwire.protocol.codec import short_repr
 from voxwire.server.core.config import apply_update, default_session, input_format
 from voxwire.server.core.conversation import ServerConversation
 from voxwire.server.core.errors import ServerError, error_event
@@ -161,17 +162,22 @@ class ServerSession:
         """Answer one client frame. Never raises for anything the client sent."""
         event = decode_client_event(frame)
         if isinstance(event, ProtocolErrorEvent):
-            if event.event_type == "session.update" and event.raw is not None:
+            if event.event_type == "session.update" and _sound_envelope(event.raw):
                 # The codec's lenient session check failed; the server's own check below
-                # names the parameter as the service does.
-                try:
-                    return self._session_update(frame, event.event_id)
-                except ServerError as exc:
-                    return [exc.event(self.ids, event.event_id)]
-            return [self._protocol_error(frame, event)]
+                # names the parameter as the service does (a frame over a bound of
+                # voxwire.protocol.limits is not read again: it stays an error).
+                raw = parse_object(frame)
+                if not isinstance(raw, ProtocolErrorEvent):
+                    try:
+                        return self._session_update(raw, event.event_id)
+                    except ServerError as exc:
+                        return [exc.event(self.ids, event.event_id)]
+            return [self._protocol_error(event)]
         try:
             if isinstance(event, SessionUpdate):
-                return self._session_update(frame, event.event_id)
+                raw = parse_object(frame)
+                assert not isinstance(raw, ProtocolErrorEvent)  # decoded once already
+                return self._session_update(raw, event.event_id)
             return self._dispatch(event)
         except ServerError as exc:
             return [exc.event(self.ids, event.event_id)]
@@ -219,9 +225,7 @@ class ServerSession:
 
     # --- session ----------------------------------------------------------------------------------
 
-    def _session_update(self, frame: str | bytes, client_event_id: str | None) -> Outcome:
-        raw = parse_object(frame)
-        assert not isinstance(raw, ProtocolErrorEvent)  # decoded once already
+    def _session_update(self, raw: dict[str, Any], client_event_id: str | None) -> Outcome:
         tools_before = self.session["tools"]
         self.configure(raw.get("session"))
         outcome: Outcome = [SessionUpdated(event_id=self.ids.event(), session=self._config())]
@@ -394,12 +398,18 @@ class ServerSession:
 
     # --- errors -----------------------------------------------------------------------------------
 
-    def _protocol_error(self, frame: str | bytes, bad: ProtocolErrorEvent) -> ServerEvent:
+    def _protocol_error(self, bad: ProtocolErrorEvent) -> ServerEvent:
+        """The ``error`` the service sends for a client frame it cannot read."""
         client_event_id = bad.event_id
         raw = bad.raw
         if raw is None:
+            # Not a JSON object (bad JSON, not UTF-8) or over a bound of voxwire.protocol.limits.
+            over = "voxwire.protocol.limits" in bad.message
             return error_event(
-                self.ids, "invalid_json", f"Invalid JSON in client event: {bad.message}"
+                self.ids,
+                "invalid_value" if over else "invalid_json",
+                f"{'Invalid client event' if over else 'Invalid JSON in client event'}: "
+                f"{bad.message}",
             )
         kind = raw.get("type")
         if kind is None:
@@ -409,11 +419,19 @@ class ServerSession:
                 "The 'type' field is missing.",
                 client_event_id=client_event_id,  # param null, as recorded (error traces)
             )
+        if not isinstance(kind, str):
+            return error_event(
+                self.ids,
+                "invalid_type",
+                f"Invalid type for 'type': expected a string, but got {_json_kind(kind)} instead.",
+                param="type",
+                client_event_id=client_event_id,
+            )
         if kind not in CLIENT_EVENT_TYPES:
             return error_event(
                 self.ids,
                 "invalid_value",
-                f"Invalid value: {kind!r}. Supported values are: "
+                f"Invalid value: {short_repr(kind)}. Supported values are: "
                 + ", ".join(repr(name) for name in sorted(CLIENT_EVENT_TYPES))
                 + ".",
                 param="type",
@@ -427,6 +445,26 @@ class ServerSession:
             param=param,
             client_event_id=client_event_id,
         )
+
+
+def _sound_envelope(raw: dict[str, Any] | None) -> bool:
+    """A ``session.update`` whose fault, if any, is inside its session object."""
+    if raw is None or not isinstance(raw.get("session"), dict):
+        return False
+    return raw.get("event_id") is None or isinstance(raw.get("event_id"), str)
+
+
+def _json_kind(value: object) -> str:
+    """How the service names a JSON value's type in its messages ("an object", "an array")."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a decimal"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
 
 
 def _classify(message: str) -> tuple[str, str | None]:
