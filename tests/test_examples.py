@@ -196,3 +196,31 @@ def test_timeline_example_writes_the_report_of_the_handoff(tmp_path: Path) -> No
     assert lines[2].endswith("3 responses, 1 tool call(s), 1 handoff(s)")
     html = report.read_text("utf-8")
     assert '"kind":"handoff","from_agent":"FrontDesk","to_agent":"Billing"' in html
+
+
+def test_phone_agent_answers_a_simulated_call_and_its_key_menu() -> None:
+    """examples/phone_agent.py as a program; Twilio is voxwire.testing's simulator: the caller
+    presses 1, the agent looks the hours up with its tool and the caller hears the answer."""
+    from voxwire.testing import TwilioCallSimulator
+
+    async def body() -> tuple[int, list[tuple[str, int, int]]]:
+        async with local_server("phone.json", tts="espeak") as server:
+            child = await asyncio.create_subprocess_exec(
+                sys.executable, "examples/phone_agent.py", "--url", server.url(), "--port", "0",
+                stdout=asyncio.subprocess.PIPE, env=child_env(), cwd=ROOT,
+            )  # fmt: skip
+            try:
+                assert child.stdout is not None
+                line = (await asyncio.wait_for(child.stdout.readline(), 60)).decode()
+                base = line.split()[2].replace("http://", "ws://")
+                async with TwilioCallSimulator(base + "/media") as call:
+                    await call.press("1")
+                    await call.until(lambda: call.agent_samples_heard >= 12_000, timeout_s=60)
+                return call.agent_samples_heard, call.received
+            finally:
+                child.terminate()
+                await child.wait()
+
+    heard, received = asyncio.run(body())
+    assert heard >= 12_000  # 1.5 s of "Today we are open from nine to six."
+    assert [kind for kind, _, _ in received][:2] == ["media", "mark"]

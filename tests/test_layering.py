@@ -139,15 +139,30 @@ RULES: dict[str, dict[str, set[str]]] = {
     },
     # Phone calls (SIP call control, webhooks, DTMF): above the session, like an application.
     # httpx: the REST client of the telephony extra (imported by telephony/sip.py only).
+    # websockets, msgspec, numpy, audio: the Twilio Media Streams bridge (telephony/twilio).
     "telephony": {
         "voxwire": {
             "voxwire.telephony",
             "voxwire.asyncio",
             "voxwire.agents",
             "voxwire.protocol",
+            "voxwire.audio",
             "voxwire.exceptions",
         },
-        "third_party": {"httpx"},
+        "third_party": {"httpx", "websockets", "msgspec", "numpy"},
+        "no_stdlib": set(),
+    },
+    # The Twilio Media Streams bridge: the session by its public names only, the audio core's
+    # remote output, websockets (the webhook + media stream server, the simulator's client).
+    "telephony/twilio": {
+        "voxwire": {
+            "voxwire.telephony.twilio",
+            "voxwire.agents",
+            "voxwire.audio",
+            "voxwire.exceptions",
+        },
+        "voxwire_exact": {"voxwire.asyncio", "voxwire.asyncio.events"},
+        "third_party": {"websockets", "msgspec", "numpy"},
         "no_stdlib": set(),
     },
     # The exception tree is the root every layer imports: it imports nothing of voxwire.
@@ -161,9 +176,15 @@ RULES: dict[str, dict[str, set[str]]] = {
         "no_stdlib": set(),
     },
     # The scripted transport for users' tests plugs into the client's transport seam; it
-    # scripts the protocol's events and never starts the local server.
+    # scripts the protocol's events and never starts the local server. It also re-exports the
+    # Twilio call simulator (voxwire.telephony.twilio.simulator).
     "testing.py": {
-        "voxwire": {"voxwire.protocol", "voxwire.asyncio", "voxwire.exceptions"},
+        "voxwire": {
+            "voxwire.protocol",
+            "voxwire.asyncio",
+            "voxwire.exceptions",
+            "voxwire.telephony.twilio.simulator",
+        },
         "third_party": set(),
         "no_stdlib": set(),
     },
@@ -178,6 +199,7 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.bench",
             "voxwire.web",
             "voxwire.exceptions",
+            "voxwire.telephony",
         },
         "voxwire_exact": {"voxwire.__version__", "voxwire.server"},
         "third_party": {"numpy"},

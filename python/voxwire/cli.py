@@ -6,6 +6,7 @@ import argparse
 import errno
 import sys
 from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -362,6 +363,35 @@ def _add_talk(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     tk.set_defaults(func=_talk)
 
 
+def _phone(args: argparse.Namespace) -> int:
+    """Answer Twilio calls with an agent (voxwire/telephony/twilio/command.py)."""
+    from voxwire.telephony.twilio import command
+
+    return command.main(args)
+
+
+def _add_phone(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ph = sub.add_parser(
+        "phone",
+        help="answer Twilio calls with an agent (voice webhook + media stream on one port)",
+        description="Set the Twilio number's voice webhook ('A call comes in') to "
+        "PUBLIC_URL/twiml (HTTP POST or GET). OPENAI_API_KEY for the hosted service; "
+        "TWILIO_AUTH_TOKEN to check Twilio's signatures (recommended on a public URL). "
+        "docs/telephony.md",
+    )
+    ph.add_argument("agent", help="module:attribute, a RealtimeAgent (or a function returning one)")
+    ph.add_argument("--url", help="a Realtime endpoint (e.g. `voxwire serve`), not the hosted one")
+    ph.add_argument("--model", help="the Realtime model (hosted service)")
+    ph.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
+    ph.add_argument("--port", type=_port, default=8080, help="port (0: a free one)")
+    ph.add_argument("--public-url", help="the https:// URL Twilio reaches this server at")
+    ph.add_argument("--config", type=Path, help="session configuration, a JSON file")
+    ph.add_argument(
+        "--chunk-ms", type=int, default=40, help="agent audio per media message + mark (20..1000)"
+    )
+    ph.set_defaults(func=_phone)
+
+
 def _add_quickstart(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     qs = sub.add_parser(
         "quickstart",
@@ -440,6 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bn.set_defaults(func=_bench)
     _add_serve(sub)
+    _add_phone(sub)
     _add_quickstart(sub)
     return p
 

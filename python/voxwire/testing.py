@@ -26,6 +26,11 @@ and ``conversation.item.deleted`` for each delete. Everything else is up to the 
 stops a text response after its deltas, to test what happens mid-response);
 :meth:`~ScriptedServer.close` / :meth:`~ScriptedServer.drop` end the connection
 cleanly or not; :meth:`~ScriptedServer.refuse_next_connect` makes connecting fail.
+
+:class:`TwilioCallSimulator` (from :mod:`voxwire.telephony.twilio.simulator`) plays Twilio's
+side of a phone call against a media stream bridge: a caller's WAV as ``media`` frames, the
+bridge's audio into a virtual phone line with a carrier buffer, marks sent back as their audio
+plays, ``clear`` honoured, what the caller heard kept (docs/telephony.md).
 """
 
 from __future__ import annotations
@@ -41,8 +46,9 @@ from voxwire.asyncio.connection.transport import ConnectRequest, TransportClosed
 from voxwire.asyncio.errors import ConnectionFailed
 from voxwire.protocol.codec import encode_event
 from voxwire.protocol.server_events import ServerEvent
+from voxwire.telephony.twilio.simulator import LineClear, TwilioCallSimulator
 
-__all__ = ["ScriptedServer", "ScriptedTransport"]
+__all__ = ["LineClear", "ScriptedServer", "ScriptedTransport", "TwilioCallSimulator"]
 
 
 class ScriptedTransport:

@@ -15,7 +15,7 @@
 * :class:`AudioOutput` — ring + clock + sink at the device rate, pulled by a device: prebuffer,
   fade-out, underruns, output latency, first-sample timings (docs/audio-io.md)
 * :class:`RemoteOutput` — an :class:`AudioOutput` whose listener is remote (a phone line, a
-  page): sent in chunks, heard as the far end acknowledges (Twilio marks); docs/telephony-twilio.md
+  page): sent in chunks, heard as the far end acknowledges (Twilio marks); docs/telephony.md
 * :class:`MemoryInput` / :class:`WavFileInput`, :class:`MemoryOutput` / :class:`WavFileOutput` —
   sources and virtual speakers without a sound card (real time or stepped)
 * :class:`SoundDeviceInput` / :class:`SoundDeviceOutput` — microphone and speaker through

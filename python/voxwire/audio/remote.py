@@ -20,7 +20,7 @@ whose consumer side is two calls instead of a device pull:
   ``clock.interrupt()`` — and with it the session's ``conversation.item.truncate`` — reports
   each item played up to the last acknowledged position: never ahead of the listener, and
   behind it by at most the audio played since that acknowledgement (one chunk plus the time an
-  acknowledgement takes to arrive; docs/telephony-twilio.md).
+  acknowledgement takes to arrive; docs/telephony.md).
 
 ``on_audio`` is called (on the producer's thread, the session's event loop) whenever audio was
 queued or a part ended, so the sender can :meth:`take`; ``on_interrupt`` after an interruption
@@ -120,14 +120,15 @@ class RemoteOutput(AudioOutput):
         """Queued, or sent and not acknowledged (0 once the far end played everything)."""
         return self.ring.readable_samples + max(0, self._sent_end - self.ring.heard_samples)
 
-    def take(self, max_samples: int) -> npt.NDArray[np.int16]:
+    def take(self, max_samples: int, *, partial: bool = False) -> npt.NDArray[np.int16]:
         """The next chunk to send: ``max_samples``, or fewer once every pushed part has ended
-        (the tail). Empty while less than a chunk is queued of a part still streaming, so that
-        chunks stay whole and each acknowledgement stays within one chunk."""
+        (the tail) or with ``partial=True`` (a sender that waited long enough for more). Empty
+        while less than a chunk is queued of a part still streaming, so that chunks stay whole
+        and each acknowledgement stays within one chunk."""
         if not isinstance(max_samples, int) or max_samples <= 0:
             raise ConfigurationError(f"take({max_samples!r}): expected a positive sample count")
         readable = self.ring.readable_samples
-        if readable == 0 or (readable < max_samples and self._open):
+        if readable == 0 or (readable < max_samples and self._open and not partial):
             return np.empty(0, dtype=np.int16)
         chunk = self.ring.pop(min(readable, max_samples))
         self._sent_end = self.ring.consumed_samples

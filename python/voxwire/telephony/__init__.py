@@ -1,7 +1,9 @@
 """Phone calls. SIP (the Realtime API's own phone path): :mod:`~voxwire.telephony.webhooks`
 (verify the incoming-call webhook; an ASGI app), :mod:`~voxwire.telephony.sip` (accept, reject,
 refer, hang up; needs the ``telephony`` extra), :mod:`~voxwire.telephony.tools` (transfer and
-hang-up tools), :mod:`~voxwire.telephony.dtmf` (collect keys). See docs/telephony.md.
+hang-up tools), :mod:`~voxwire.telephony.dtmf` (collect keys). Twilio Media Streams:
+:mod:`~voxwire.telephony.twilio` (the bridge, ``voxwire phone``, a call simulator for tests).
+See docs/telephony.md.
 
 Import from the submodules; the names below are the ones that need no extra.
 """

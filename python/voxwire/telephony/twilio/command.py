@@ -1,0 +1,82 @@
+"""``voxwire phone``: answer Twilio calls with an agent (the webhook and the media stream on one
+port; see :mod:`.serve` and docs/telephony.md). Its arguments are declared in
+``voxwire/cli.py`` (``_add_phone``), so that ``voxwire --help`` does not load the session."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from voxwire.exceptions import ConfigurationError
+
+if TYPE_CHECKING:
+    from voxwire.agents import RealtimeAgent
+
+__all__ = ["load_agent", "main"]
+
+
+def load_agent(spec: str) -> RealtimeAgent:
+    """``module:attribute`` -> the agent (calling the attribute if it is a function)."""
+    from voxwire.agents import RealtimeAgent  # here: `voxwire --help` need not load agents
+
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ConfigurationError(f"agent {spec!r}: expected module:attribute")
+    if os.getcwd() not in sys.path:  # the `voxwire` script does not put it there; apps live there
+        sys.path.insert(0, os.getcwd())
+    try:
+        found: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigurationError(f"agent {spec!r}: cannot import {module_name}: {exc}") from None
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            raise ConfigurationError(f"agent {spec!r}: {module_name} has no {attribute}")
+        found = getattr(found, part)
+    if callable(found) and not isinstance(found, RealtimeAgent):
+        try:
+            found = found()
+        except TypeError as exc:
+            raise ConfigurationError(f"agent {spec!r}: {attribute}() failed: {exc}") from None
+    if not isinstance(found, RealtimeAgent):
+        raise ConfigurationError(f"agent {spec!r} is a {type(found).__name__}, not a RealtimeAgent")
+    return found
+
+
+def main(args: argparse.Namespace) -> int:
+    """Serve until interrupted (Ctrl-C)."""
+    from voxwire.telephony.twilio.bridge import TwilioBridge
+    from voxwire.telephony.twilio.serve import PhoneServer
+
+    config = json.loads(args.config.read_text()) if args.config else None
+    bridge = TwilioBridge(
+        load_agent(args.agent),
+        url=args.url,
+        model=args.model,
+        config=config,
+        chunk_ms=args.chunk_ms,
+    )
+    token = os.environ.get("TWILIO_AUTH_TOKEN") or None
+    server = PhoneServer(
+        bridge, host=args.host, port=args.port, public_url=args.public_url, auth_token=token
+    )
+
+    async def serve() -> None:
+        async with server:
+            print(
+                f"voxwire phone: {args.agent} answers on {server.url()}: voice webhook "
+                f"{args.public_url or server.url()}/twiml (POST or GET), media stream "
+                f"{server.media_path}; Twilio signatures "
+                f"{'checked' if token else 'NOT checked (set TWILIO_AUTH_TOKEN)'}",
+                flush=True,
+            )
+            await server.serve_forever()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+    return 0
