@@ -45,7 +45,7 @@ def room_impulse_response(
         raise ConfigurationError(f"drr_db={drr_db!r} is invalid: expected -20 ..= 30 dB")
     rng = np.random.default_rng(seed)
     n = int(rt60_s * rate_hz)
-    direct = int(round(distance_m / SPEED_OF_SOUND_M_S * rate_hz))
+    direct = round(distance_m / SPEED_OF_SOUND_M_S * rate_hz)
     h = np.zeros(direct + n, dtype=np.float64)
     h[direct] = 1.0
     # Early reflections: floor, table, walls within the first 20 ms, each weaker than the last.
@@ -83,8 +83,11 @@ class RoomPath:
             raise ConfigurationError("response must be a non-empty 1-D numpy array")
         self.response = np.asarray(response, dtype=np.float64) * gain
         self._tail = np.zeros(len(self.response) - 1, dtype=np.float64)
+        self._spectra: dict[int, npt.NDArray[np.complex128]] = {}
 
-    def process(self, block: npt.NDArray[np.int16] | npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    def process(
+        self, block: npt.NDArray[np.int16] | npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
         x = np.asarray(block, dtype=np.float64)
         if not len(x):
             return np.zeros(0, dtype=np.float64)
@@ -92,7 +95,40 @@ class RoomPath:
         full = np.fft.irfft(np.fft.rfft(x, size) * np.fft.rfft(self.response, size), size)
         full = full[: len(x) + len(self._tail)]
         full[: len(self._tail)] += self._tail
-        out = full[: len(x)].copy()
+        out: npt.NDArray[np.float64] = full[: len(x)].copy()
         rest = full[len(x) :]
         self._tail = np.concatenate([rest, np.zeros(len(self._tail) - len(rest))])
         return out
+
+
+def cough(rate_hz: int, *, seed: int = 0) -> npt.NDArray[np.float64]:
+    """A cough-like burst (about 250 ms of shaped noise with a sharp attack), unit peak."""
+    rng = np.random.default_rng(seed)
+    n = int(0.25 * rate_hz)
+    t = np.arange(n) / rate_hz
+    envelope = (1 - np.exp(-t / 0.005)) * np.exp(-t / 0.06)
+    noise = rng.standard_normal(n)
+    # Emphasise the low-mid band a chest and throat produce: a crude one-pole low-pass.
+    shaped = np.empty(n)
+    acc = 0.0
+    for i, v in enumerate(noise):
+        acc = 0.7 * acc + 0.3 * v
+        shaped[i] = acc
+    burst = shaped * envelope
+    out: npt.NDArray[np.float64] = burst / np.max(np.abs(burst))
+    return out
+
+
+def erle_db(echo: npt.NDArray[np.float64], residual: npt.NDArray[np.float64]) -> float:
+    """Echo return loss enhancement: echo power over what is left of it, in dB."""
+    left = float(np.mean(np.asarray(residual, dtype=np.float64) ** 2))
+    return 10 * np.log10(float(np.mean(echo**2)) / max(left, 1e-12))
+
+
+def si_sdr_db(reference: npt.NDArray[np.float64], estimate: npt.NDArray[np.float64]) -> float:
+    """Scale-invariant signal-to-distortion ratio of ``estimate`` against ``reference`` (dB)."""
+    ref = np.asarray(reference, dtype=np.float64)
+    est = np.asarray(estimate, dtype=np.float64)
+    alpha = float(np.dot(est, ref) / max(float(np.dot(ref, ref)), 1e-12))
+    target = alpha * ref
+    return 10 * np.log10(float(np.sum(target**2)) / max(float(np.sum((est - target) ** 2)), 1e-12))

@@ -269,7 +269,11 @@ impl EchoCanceller {
         self.energy_mic = 0.8 * self.energy_mic + 0.2 * s_mic;
         self.energy_fg = 0.8 * self.energy_fg + 0.2 * s_fg;
         self.energy_bg = 0.8 * self.energy_bg + 0.2 * s_bg;
-        if self.energy_bg < 0.5 * self.energy_fg && s_bg < s_fg {
+        // Once converged, a background that is better but still leaves more than a tenth of the
+        // microphone's energy is most likely fitting the near-end talker (double-talk), not a
+        // new echo path: a real path change gets below that within a second and is copied then.
+        let plausible = !self.converged || self.energy_bg < 0.1 * self.energy_mic;
+        if self.energy_bg < 0.5 * self.energy_fg && s_bg < s_fg && plausible {
             // The background is clearly better: it becomes the output filter.
             self.filter.copy_background_to_foreground();
             self.energy_fg = self.energy_bg;
