@@ -76,7 +76,10 @@ def cancel(s: Scene, block: int = 480, **options: object) -> npt.NDArray[np.floa
     """Run the canceller over the scene in device-sized blocks; output aligned with the input."""
     aec = EchoCanceller(RATE_HZ, **options)  # type: ignore[arg-type]
     out = np.concatenate(
-        [aec.process(s.mic[i : i + block], s.reference[i : i + block]) for i in range(0, len(s.mic), block)]
+        [
+            aec.process(s.mic[i : i + block], s.reference[i : i + block])
+            for i in range(0, len(s.mic), block)
+        ]
     )
     lag = aec.latency_samples
     return np.concatenate([out[lag:], np.zeros(lag, dtype=np.int16)]).astype(np.float64)

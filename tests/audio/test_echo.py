@@ -31,7 +31,7 @@ SECOND = RATE_HZ
 def detector() -> BargeInDetector:
     """The local barge-in detector as it runs on a cleaned microphone: the echo gate stays on
     but far lower (-50 dBFS), since what is left of the echo is quiet."""
-    d = BargeInDetector(RATE_HZ, echo_gate_dbfs=-50.0, echo_min_speech_ms=200)
+    d = BargeInDetector(RATE_HZ, echo_gate_dbfs=-50.0, echo_min_speech_ms=120)
     d.agent_speaking = True
     return d
 
@@ -71,11 +71,12 @@ def test_echo_never_triggers_the_local_barge_in_but_the_user_does(rt60_s: float,
 
     s = scene(rt60_s, seed=seed)
     real = detector()
-    real.process(cancel(s).astype(np.int16))
-    assert real.triggers == 1
+    out = cancel(s).astype(np.int16)
+    first = next(i for i in range(0, len(out), 480) if real.process(out[i : i + 480]))
+    assert first >= s.user_start - 480  # nothing before the user spoke
     assert real.last_start_ms is not None
     onset_ms = s.user_start * 1000 / RATE_HZ
-    assert onset_ms <= real.last_start_ms + real.echo_min_speech_ms <= onset_ms + 300 + 200
+    assert onset_ms <= real.last_start_ms + real.echo_min_speech_ms <= onset_ms + 300
 
 
 def test_clock_aligned_wrapper_on_virtual_devices() -> None:

@@ -15,6 +15,8 @@ numpy's FFT), so a virtual speaker's output can reach a virtual microphone as it
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
@@ -64,7 +66,7 @@ def room_impulse_response(
 def level_dbfs(pcm: npt.NDArray[np.int16] | npt.NDArray[np.float64]) -> float:
     """RMS level in dBFS (-inf for silence)."""
     ms = float(np.mean(np.asarray(pcm, dtype=np.float64) ** 2)) if len(pcm) else 0.0
-    return 10 * np.log10(ms / 32768.0**2) if ms > 0 else float("-inf")
+    return 10 * math.log10(ms / 32768.0**2) if ms > 0 else float("-inf")
 
 
 def scale_to_dbfs(x: npt.NDArray[np.float64], dbfs: float) -> npt.NDArray[np.float64]:
@@ -122,7 +124,7 @@ def cough(rate_hz: int, *, seed: int = 0) -> npt.NDArray[np.float64]:
 def erle_db(echo: npt.NDArray[np.float64], residual: npt.NDArray[np.float64]) -> float:
     """Echo return loss enhancement: echo power over what is left of it, in dB."""
     left = float(np.mean(np.asarray(residual, dtype=np.float64) ** 2))
-    return 10 * np.log10(float(np.mean(echo**2)) / max(left, 1e-12))
+    return 10 * math.log10(float(np.mean(echo**2)) / max(left, 1e-12))
 
 
 def si_sdr_db(reference: npt.NDArray[np.float64], estimate: npt.NDArray[np.float64]) -> float:
@@ -131,4 +133,5 @@ def si_sdr_db(reference: npt.NDArray[np.float64], estimate: npt.NDArray[np.float
     est = np.asarray(estimate, dtype=np.float64)
     alpha = float(np.dot(est, ref) / max(float(np.dot(ref, ref)), 1e-12))
     target = alpha * ref
-    return 10 * np.log10(float(np.sum(target**2)) / max(float(np.sum((est - target) ** 2)), 1e-12))
+    distortion = max(float(np.sum((est - target) ** 2)), 1e-12)
+    return 10 * math.log10(float(np.sum(target**2)) / distortion)

@@ -129,8 +129,8 @@ impl EchoFilter {
                 *d += g * x.norm_sqr();
             }
         }
-        for k in 0..self.bins {
-            self.spec[k] = err[k] * (mu / self.power[k]);
+        for ((s, e), p) in self.spec.iter_mut().zip(err).zip(&self.power) {
+            *s = e * (mu / p);
         }
         for p in 0..self.parts {
             let at = self.slot(p);

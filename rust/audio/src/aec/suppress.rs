@@ -158,6 +158,7 @@ impl Suppressor {
     ) {
         self.analyse(e, y, fft);
         self.update_leak();
+        #[allow(clippy::needless_range_loop)] // seven per-bin arrays advance together
         for k in 0..self.spec_e.len() {
             let e2 = self.spec_e[k].norm_sqr();
             if far_active && envelope[k] > 1e-12 {
@@ -184,9 +185,14 @@ impl Suppressor {
         }
         fft.inverse(&self.spec_e, &mut self.time);
         let n = self.n;
-        for i in 0..n {
-            out[i] = self.overlap[i] + self.time[i] * self.window[i];
-            self.overlap[i] = self.time[n + i] * self.window[n + i];
+        let (head, tail) = self.time.split_at(n);
+        let (w_head, w_tail) = self.window.split_at(n);
+        for (((o, ov), t), w) in out.iter_mut().zip(self.overlap.iter_mut()).zip(head).zip(w_head) {
+            *o = *ov + t * w;
+            *ov = 0.0;
+        }
+        for ((ov, t), w) in self.overlap.iter_mut().zip(tail).zip(w_tail) {
+            *ov = t * w;
         }
     }
 }
