@@ -173,6 +173,13 @@ def _demo(args: argparse.Namespace) -> int:
     """The offline spoken conversation (voxwire/demo): tool, handoff, barge-in, exact cut."""
     from pathlib import Path
 
+    if args.room is not None:
+        from voxwire.demo.room import run_room
+
+        for line in run_room(aec=args.aec).lines():
+            print(line)
+        return 0
+
     from voxwire import demo
 
     options = demo.DemoOptions(Path(args.out), url=args.url, realtime=args.realtime, json=args.json)
@@ -200,6 +207,13 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="pace it as a real conversation (default: faster than real time, virtual clock)",
     )
     dm.add_argument("--json", action="store_true", help="print the events as JSON lines")
+    dm.add_argument(
+        "--room",
+        choices=["speakerphone"],
+        help="instead: a speakerphone in a simulated room (echo 6 dB over the user, a cough, a "
+        "barge-in), local barge-in with pause / resume / cut; no session (docs/audio-io.md)",
+    )
+    dm.add_argument("--aec", action="store_true", help="with --room: cancel the echo")
     dm.set_defaults(func=_demo)
 
 
