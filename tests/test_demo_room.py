@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("voxwire.server.engines.tts")
 
-from voxwire.demo.room import run_room  # noqa: E402
+from voxwire.demo.room import run_room
 
 
 def test_with_echo_cancellation_the_cough_is_recovered_and_the_barge_in_cut_exactly() -> None:
