@@ -1,7 +1,10 @@
 """Echo cancellation on simulated speakerphone rooms: voxwire's canceller side by side with
 WebRTC's AEC3 as LiveKit ships it (``livekit.rtc.AudioProcessingModule``), on the same signals.
 
-Run:  OPENBLAS_NUM_THREADS=1 python benches/aec_rooms.py [--turns 50] [--markdown]
+Run:  OPENBLAS_NUM_THREADS=1 python benches/aec_rooms.py [--turns 50] [--peers BINARY]
+
+``--peers``: also the ``aec3`` crate, built from benches/aec_peers (its time is the binary's own
+processing time, wall clock).
 
 Scenes (tests/audio/echo_rooms.py): espeak-ng speech for the agent and the user, exponential-
 decay room impulse responses (RT60 0.3 / 0.45 / 0.6 s), the echo 6 or 12 dB louder than the user
@@ -27,8 +30,11 @@ import argparse
 import functools
 import os
 import statistics
+import subprocess
+import tempfile
 import time
 from collections.abc import Callable
+from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -93,6 +99,34 @@ def _livekit_run(
         apm.process_stream(near)
         out[i : i + BLOCK] = np.frombuffer(near.data, dtype=np.int16)
     return out.astype(np.float64), time.process_time() - t0
+
+
+def aec3_crate(binary: str) -> Canceller:
+    """The `aec3` crate (pure-Rust port of WebRTC's AEC3) through benches/aec_peers; its time is
+    the binary's own processing time (wall clock, one thread)."""
+
+    def run_files(mic: npt.NDArray[np.int16], ref: npt.NDArray[np.int16]) -> tuple[Any, float]:
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = [os.path.join(tmp, f) for f in ("ref.raw", "mic.raw", "out.raw")]
+            ref.astype("<i2").tofile(paths[0])
+            mic.astype("<i2").tofile(paths[1])
+            done = subprocess.run(
+                [binary, "aec3", *paths, str(RATE_HZ)], check=True, capture_output=True, text=True
+            )
+            out = np.fromfile(paths[2], dtype="<i2").astype(np.float64)
+        return out, float(done.stdout.strip())
+
+    user = scene(0.3).user
+    pcm = np.clip(np.round(user), -32768, 32767).astype(np.int16)
+    probe, _ = run_files(pcm, np.zeros_like(pcm))
+    c = np.correlate(probe[: 4 * RATE_HZ + 2000], user[: 4 * RATE_HZ], "valid")
+    lag = int(np.argmax(np.abs(c)))
+
+    def run(s: Scene) -> tuple[npt.NDArray[np.float64], float]:
+        out, seconds = run_files(s.mic, s.reference)
+        return np.concatenate([out[lag:], np.zeros(lag)]), seconds
+
+    return run
 
 
 def figures(s: Scene, out: npt.NDArray[np.float64]) -> tuple[float, float, float]:
@@ -226,7 +260,11 @@ def mic_path_48k(rows: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=50)
-    parser.add_argument("--markdown", action="store_true")
+    parser.add_argument(
+        "--peers",
+        help="the aec-peers binary (cargo build --release --manifest-path "
+        "benches/aec_peers/Cargo.toml) to add the aec3 crate",
+    )
     args = parser.parse_args()
     cancellers: dict[str, Canceller] = {"voxwire": voxwire_aec}
     try:
@@ -235,6 +273,8 @@ def main() -> None:
         cancellers["livekit APM (WebRTC AEC3)"] = livekit_aec
     except ImportError:
         print("livekit is not installed: comparing voxwire alone (pip install livekit)")
+    if args.peers:
+        cancellers["aec3 crate 0.4 (Rust AEC3 port)"] = aec3_crate(args.peers)
     rows: list[str] = []
     compare(cancellers, rows)
     rows.append("")
