@@ -167,8 +167,22 @@ def test_nothing_happens_without_an_onset_and_bad_parameters_are_refused() -> No
     d = f.transcript("Uh-huh, yeah.", 20)
     assert d is not None
     assert d.action == "resume"
-    for bad in ({"window_ms": 0}, {"min_turn_ms": -1}, {"transcript_timeout_ms": True}):
+    for bad in (
+        {"window_ms": 0},
+        {"min_turn_ms": -1},
+        {"transcript_timeout_ms": True},
+        {"vad_silence_ms": -5},
+    ):
         with pytest.raises(ConfigurationError):
             FalseInterruptionFilter(**bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="collection"):
         FalseInterruptionFilter(fillers="yeah")
+
+
+def test_the_vads_trailing_silence_is_not_counted_as_speech() -> None:
+    f = FalseInterruptionFilter(wait_for_transcript=False, min_turn_ms=600, vad_silence_ms=500)
+    f.onset(0)
+    f.speech_started(50)
+    d = f.speech_stopped(850)  # 300 ms of cough, then the VAD's 500 ms of silence
+    assert d is not None
+    assert (d.action, d.reason) == ("resume", "short")

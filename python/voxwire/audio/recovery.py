@@ -18,6 +18,8 @@ The rules, in order:
    (``transcript_timeout_ms`` after the server's ``speech_stopped``): the server's speech span
    decides — at least ``min_turn_ms`` cuts (reason ``"speech"``), shorter resumes (``"short"``).
    Without a transcript to wait for, speech cuts as soon as it has lasted ``min_turn_ms``.
+   ``vad_silence_ms``: the silence the VAD waits for before ``speech_stopped`` (the server's
+   ``silence_duration_ms``), taken off the measured span so a cough is measured as a cough.
 """
 
 from __future__ import annotations
@@ -70,11 +72,17 @@ class FalseInterruptionFilter:
         wait_for_transcript: bool = True,
         transcript_timeout_ms: float = 1500.0,
         fillers: Iterable[str] = DEFAULT_FILLERS,
+        vad_silence_ms: float = 0.0,
     ) -> None:
         self.window_ms = _check_ms("window_ms", window_ms)
         self.min_turn_ms = _check_ms("min_turn_ms", min_turn_ms)
         self.transcript_timeout_ms = _check_ms("transcript_timeout_ms", transcript_timeout_ms)
         self.wait_for_transcript = bool(wait_for_transcript)
+        if isinstance(vad_silence_ms, bool) or not isinstance(vad_silence_ms, int | float):
+            raise ConfigurationError(f"vad_silence_ms={vad_silence_ms!r} is invalid: expected ms")
+        if not 0 <= vad_silence_ms <= 10_000:
+            raise ConfigurationError(f"vad_silence_ms={vad_silence_ms!r} is invalid: 0..=10000")
+        self.vad_silence_ms = float(vad_silence_ms)
         if isinstance(fillers, str):
             raise ConfigurationError("fillers must be a collection of words, not one string")
         self.fillers = frozenset(" ".join(_WORD.findall(f.lower())) for f in fillers)
@@ -125,7 +133,8 @@ class FalseInterruptionFilter:
             if now_ms - onset >= self.window_ms:
                 return self._decide("resume", "unconfirmed", now_ms)
             return None
-        end = stopped if stopped is not None else now_ms
+        # The VAD's span ends with its trailing silence (or may still be in it): not speech.
+        end = (stopped if stopped is not None else now_ms) - self.vad_silence_ms
         if end - started >= self.min_turn_ms and not self.wait_for_transcript:
             return self._decide("cut", "speech", now_ms)
         if stopped is None:
@@ -133,7 +142,7 @@ class FalseInterruptionFilter:
         late = now_ms - stopped >= self.transcript_timeout_ms
         if self.wait_for_transcript and not late:
             return None
-        if stopped - started >= self.min_turn_ms:
+        if end - started >= self.min_turn_ms:
             return self._decide("cut", "speech", now_ms)
         return self._decide("resume", "short", now_ms)
 

@@ -102,9 +102,11 @@ class _Room:
             self.output.set_tap(self.mic.reference)
         self.local = BargeInDetector(RATE_HZ, echo_gate_dbfs=-50.0, echo_min_speech_ms=120)
         self.server = BargeInDetector(RATE_HZ, aggressiveness=2, min_speech_ms=60, hangover_ms=500)
-        # The stand-in VAD stays "in speech" for its 500 ms hangover: a turn must outlast that
-        # and a cough together.
-        self.recovery = FalseInterruptionFilter(wait_for_transcript=False, min_turn_ms=1000)
+        # The stand-in VAD says "stopped" after its 500 ms hangover, as the server does after
+        # silence_duration_ms.
+        self.recovery = FalseInterruptionFilter(
+            wait_for_transcript=False, min_turn_ms=600, vad_silence_ms=500
+        )
         self.cpu = 0.0
         self.echo: list[npt.NDArray[np.float64]] = []
         self.cleaned: list[npt.NDArray[np.float64]] = []
@@ -149,22 +151,24 @@ def run_room(aec: bool) -> RoomReport:
     user = _speak(USER_LINE, "echo").astype(np.float64)
     user *= 10 ** ((-30.0 - level_dbfs(user)) / 20)
     burst = cough(RATE_HZ, seed=2) * 6000.0
+    starts: dict[str, int] = {}  # ring position of each reply's first sample
     for turn, reply in enumerate(replies):
         item = f"item_{turn + 1}"
-        start = room.output.ring.pushed_samples  # ring position of the reply's first sample
+        starts[item] = room.output.ring.pushed_samples
         room.output.push(item, 0, reply.tobytes())
         room.output.end(item, 0)
         near_at = round((COUGH_AT_S if turn == 0 else USER_AT_S) * RATE_HZ)
-        near = np.zeros(near_at + len(user) + RATE_HZ * 8)
         extra = burst if turn == 0 else user
+        near = np.zeros(near_at + len(extra) + period)
         near[near_at : near_at + len(extra)] = extra
-        pos = 0
-        cut_done = False
-        end = near_at + len(extra)
-        while pos < len(near) - period and (
-            room.output.unheard_samples or room.output.paused or pos < end
+        silence = np.zeros(period)
+        pos, cut_done = 0, False
+        # Until the reply has been heard (or cut) and the user is done; at most a minute.
+        while pos < 60 * RATE_HZ and (
+            room.output.unheard_samples or room.output.paused or pos < len(near) - period
         ):
-            decision = room.step(near[pos : pos + period], report)
+            block = near[pos : pos + period] if pos + period <= len(near) else silence
+            decision = room.step(block, report)
             pos += period
             if decision is None:
                 continue
@@ -174,9 +178,11 @@ def run_room(aec: bool) -> RoomReport:
                 continue
             point = room.output.pause_point
             reports = room.output.interrupt()
-            played = reports[0].played_samples if reports else 0
-            report.cut_ms = played * 1000 / RATE_HZ
-            report.cut_exact = point is not None and played == point - start
+            heard = [r for r in reports if r.started]
+            if heard:
+                report.cut_ms = heard[0].played_samples * 1000 / RATE_HZ
+                start = starts[heard[0].item_id]
+                report.cut_exact = point is not None and heard[0].played_samples == point - start
             cut_done = True
         report.replies_finished += not cut_done
         room.local.reset()
