@@ -8,8 +8,9 @@ than the user. During the first reply the user coughs; 2.5 s into the second the
 over it. The microphone (cleaned by :class:`~voxwire.audio.EchoCancelledInput` with ``--aec``)
 feeds the local barge-in detector; an onset *pauses* the output, and a
 :class:`~voxwire.audio.FalseInterruptionFilter` resumes or cuts it. The server VAD's
-confirmation is simulated here by webrtcvad at the local server's settings (three 20 ms frames
-to start, 500 ms of silence to stop) on the same microphone; no session or network is involved
+confirmation is simulated here by webrtcvad as the local server runs it at threshold 0.75
+(aggressiveness 3; three 20 ms frames to start, 500 ms of silence to stop) on the same
+microphone; no session or network is involved
 — the session-side wiring is not built yet (docs/audio-io.md).
 
 Printed: onsets, pauses and what each became, whether the cut is exactly at the pause point,
@@ -101,7 +102,7 @@ class _Room:
             )
             self.output.set_tap(self.mic.reference)
         self.local = BargeInDetector(RATE_HZ, echo_gate_dbfs=-50.0, echo_min_speech_ms=120)
-        self.server = BargeInDetector(RATE_HZ, aggressiveness=2, min_speech_ms=60, hangover_ms=500)
+        self.server = BargeInDetector(RATE_HZ, aggressiveness=3, min_speech_ms=60, hangover_ms=500)
         # The stand-in VAD says "stopped" after its 500 ms hangover, as the server does after
         # silence_duration_ms.
         self.recovery = FalseInterruptionFilter(
