@@ -166,7 +166,7 @@ def _talk(args: argparse.Namespace) -> int:
     """Microphone and speaker against a Realtime endpoint (voxwire/talk.py)."""
     from voxwire import talk
 
-    return talk.main(talk.TalkOptions(args.url, args.input, args.output, args.json))
+    return talk.main(talk.TalkOptions(args.url, args.input, args.output, args.json, args.aec))
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -294,6 +294,12 @@ def build_parser() -> argparse.ArgumentParser:
     tk.add_argument("--input", metavar="DEV", help="microphone: index, name or part of a name")
     tk.add_argument("--output", metavar="DEV", help="speaker: index, name or part of a name")
     tk.add_argument("--json", action="store_true", help="print the events as JSON lines")
+    tk.add_argument(
+        "--aec",
+        action="store_true",
+        help="cancel the speaker's echo in the microphone (speakerphones, laptops without "
+        "headphones; docs/audio-io.md)",
+    )
     tk.set_defaults(func=_talk)
     bn = sub.add_parser("bench", help="a quick table of the audio path's costs (a few seconds)")
     bn.add_argument("--rounds", type=int, default=15, help="timed rounds per figure (median)")
