@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests packag
 
 from benches.test_bench_store import conversation
 from tests.store.conftest import Backend, pg_cluster  # noqa: F401
-from voxwire.asyncio.persistence.resumption import items_to_replay
 
 from voxwire.asyncio import RealtimeSession
+from voxwire.asyncio.persistence.resumption import items_to_replay
 from voxwire.server import Pacing, RealtimeServer
 from voxwire.store import ConversationRecorder, PutItem
 

@@ -29,7 +29,8 @@ def null_device_env(home: Path) -> dict[str, str]:
 
 
 @needs_portaudio
-def test_talk_on_null_devices_runs_until_sigint(tmp_path: Path) -> None:
+@pytest.mark.parametrize("extra", [(), ("--aec",)])
+def test_talk_on_null_devices_runs_until_sigint(tmp_path: Path, extra: tuple[str, ...]) -> None:
     env = null_device_env(tmp_path)
     scenario = Scenario.from_mapping({"rules": [], "fallback": "Hello."})
 
@@ -37,7 +38,7 @@ def test_talk_on_null_devices_runs_until_sigint(tmp_path: Path) -> None:
         async with RealtimeServer(scenario=scenario) as server:
             child = await asyncio.create_subprocess_exec(
                 *(sys.executable, "-m", "voxwire.cli", "talk", "--url", server.url("gpt-realtime")),
-                *("--input", "default", "--output", "0"),
+                *("--input", "default", "--output", "0", *extra),
                 env=env,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -56,6 +57,7 @@ def test_talk_on_null_devices_runs_until_sigint(tmp_path: Path) -> None:
     assert code == 0, stdout + stderr
     assert connected == 1
     assert "microphone 'default'" in stdout
+    assert ("echo cancellation on" in stdout) == bool(extra)
     assert "agent listening" in stdout  # live state
     assert "responses," in stdout.splitlines()[-1]  # the closing metrics line
 

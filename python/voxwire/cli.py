@@ -221,12 +221,19 @@ def _talk(args: argparse.Namespace) -> int:
     """Microphone and speaker against a Realtime endpoint (voxwire/talk.py)."""
     from voxwire import talk
 
-    return talk.main(talk.TalkOptions(args.url, args.input, args.output, args.json))
+    return talk.main(talk.TalkOptions(args.url, args.input, args.output, args.json, args.aec))
 
 
 def _demo(args: argparse.Namespace) -> int:
     """The offline spoken conversation (voxwire/demo): tool, handoff, barge-in, exact cut."""
     from pathlib import Path
+
+    if args.room is not None:
+        from voxwire.demo.room import run_room
+
+        for line in run_room(aec=args.aec).lines():
+            print(line)
+        return 0
 
     from voxwire import demo
 
@@ -288,6 +295,13 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     dm.add_argument("--json", action="store_true", help="print the events as JSON lines")
     dm.add_argument("--report", metavar="HTML", help="write the session's timeline to this file")
+    dm.add_argument(
+        "--room",
+        choices=["speakerphone"],
+        help="instead: a speakerphone in a simulated room (echo 6 dB over the user, a cough, a "
+        "barge-in), local barge-in with pause / resume / cut; no session (docs/audio-io.md)",
+    )
+    dm.add_argument("--aec", action="store_true", help="with --room: cancel the echo")
     dm.set_defaults(func=_demo)
 
 
@@ -360,6 +374,12 @@ def _add_talk(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     tk.add_argument("--input", metavar="DEV", help="microphone: index, name or part of a name")
     tk.add_argument("--output", metavar="DEV", help="speaker: index, name or part of a name")
     tk.add_argument("--json", action="store_true", help="print the events as JSON lines")
+    tk.add_argument(
+        "--aec",
+        action="store_true",
+        help="cancel the speaker's echo in the microphone (speakerphones, laptops without "
+        "headphones; docs/audio-io.md)",
+    )
     tk.set_defaults(func=_talk)
 
 

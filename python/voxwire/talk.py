@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from voxwire.agents import RealtimeAgent
 from voxwire.asyncio import RealtimeSession
-from voxwire.audio import SoundDeviceInput, SoundDeviceOutput
+from voxwire.audio import EchoCancelledInput, SoundDeviceInput, SoundDeviceOutput
 from voxwire.console import Console
 from voxwire.exceptions import AudioDeviceError
 
@@ -57,6 +57,8 @@ class TalkOptions:
     input: str | None = None
     output: str | None = None
     json: bool = False
+    aec: bool = False
+    """Cancel the speaker's echo in the microphone (:class:`~voxwire.audio.EchoCancelledInput`)."""
 
 
 def _device(spec: str | None) -> int | str | None:
@@ -70,8 +72,9 @@ async def talk(options: TalkOptions) -> None:
     speaker = SoundDeviceOutput(_device(options.output))
     started = time.monotonic()
     console = Console(lambda: time.monotonic() - started, json=options.json, states=True)
+    source = EchoCancelledInput(microphone, speaker.output) if options.aec else microphone
     session = RealtimeSession(
-        AGENT, url=options.url, config=_CONFIG, audio_input=microphone, audio_output=speaker
+        AGENT, url=options.url, config=_CONFIG, audio_input=source, audio_output=speaker
     )
     stop = asyncio.Event()
     with _stopped_by_signals(stop), speaker:
@@ -81,7 +84,8 @@ async def talk(options: TalkOptions) -> None:
                 "session",
                 f"talking to {session.url.split('?')[0]}: microphone {microphone.device_name!r} "
                 f"at {microphone.rate_hz} Hz, speaker {speaker.device_name!r} at "
-                f"{speaker.rate_hz} Hz; Ctrl-C ends",
+                f"{speaker.rate_hz} Hz{'; echo cancellation on' if options.aec else ''}; "
+                "Ctrl-C ends",
                 url=session.url.split("?")[0],
                 microphone=microphone.device_name,
                 speaker=speaker.device_name,

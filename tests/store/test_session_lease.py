@@ -2,7 +2,8 @@
 new or resumed, in this process or another — is refused while the first lives, and takes it
 once the first closed. Against the local server on loopback, on SQLite and PostgreSQL.
 
-Needs the session to take the lease (voxwire.asyncio.persistence.recording: ``Persistence.take``)."""
+Needs the session to take the lease (voxwire.asyncio.persistence.recording:
+``Persistence.take``)."""
 
 from __future__ import annotations
 

@@ -18,6 +18,11 @@
   page): sent in chunks, heard as the far end acknowledges (Twilio marks); docs/telephony.md
 * :class:`MemoryInput` / :class:`WavFileInput`, :class:`MemoryOutput` / :class:`WavFileOutput` —
   sources and virtual speakers without a sound card (real time or stepped)
+* :class:`EchoCanceller` — acoustic echo cancellation (Rust); :class:`EchoCancelledInput` — a
+  microphone source with the echo of an :class:`AudioOutput` removed, aligned by the playback
+  clock (:mod:`voxwire.audio.echo`); :mod:`voxwire.audio.room` — simulated rooms
+* :class:`FalseInterruptionFilter` — pause on a local barge-in, then resume or cut
+  (:mod:`voxwire.audio.recovery`)
 * :class:`SoundDeviceInput` / :class:`SoundDeviceOutput` — microphone and speaker through
   sounddevice (``pip install 'voxwire[devices]'``)
 
@@ -25,12 +30,22 @@ Every function here accepts PCM16 as ``bytes``, ``bytearray``, ``memoryview`` or
 ``int16`` array, and returns numpy ``int16`` arrays.
 """
 
-from voxwire._core import ItemPlayback, PcmRing, PlaybackClock, Resampler, resampler_kernel, to_mono
+from voxwire._core import (
+    EchoCanceller,
+    ItemPlayback,
+    PcmRing,
+    PlaybackClock,
+    Resampler,
+    resampler_kernel,
+    to_mono,
+)
 from voxwire.audio import g711
 from voxwire.audio.bargein import BargeInDetector
 from voxwire.audio.devices import SoundDeviceInput, SoundDeviceOutput, list_devices
+from voxwire.audio.echo import EchoCancelledInput, EchoReference
 from voxwire.audio.input import AudioInput
 from voxwire.audio.output import AudioOutput, ItemTiming
+from voxwire.audio.recovery import Decision, FalseInterruptionFilter
 from voxwire.audio.remote import RemoteOutput
 from voxwire.audio.sink import PlaybackSink
 from voxwire.audio.virtual import MemoryInput, MemoryOutput, WavFileInput, WavFileOutput
@@ -40,6 +55,11 @@ __all__ = [
     "AudioInput",
     "AudioOutput",
     "BargeInDetector",
+    "Decision",
+    "EchoCancelledInput",
+    "EchoCanceller",
+    "EchoReference",
+    "FalseInterruptionFilter",
     "ItemPlayback",
     "ItemTiming",
     "MemoryInput",

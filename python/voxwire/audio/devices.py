@@ -167,6 +167,8 @@ class SoundDeviceInput(_Stream):
             check_positive_ms("block_ms", block_ms, 1000), self.rate_hz
         )
         self._latency = latency
+        self.input_latency_ms = 0.0
+        """The capture latency PortAudio reports once started (the echo canceller aligns by it)."""
 
     def start(self, callback: Callable[[npt.NDArray[np.int16]], None]) -> None:
         """Start capturing; ``callback`` gets a new int16 ``(frames, channels)`` array per block."""
@@ -191,6 +193,7 @@ class SoundDeviceInput(_Stream):
                 callback=on_block,
             )
         )
+        self.input_latency_ms = float(self._stream.latency) * 1000
 
 
 class SoundDeviceOutput(_Stream):

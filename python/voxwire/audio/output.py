@@ -22,6 +22,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +32,15 @@ from voxwire.audio._pcm import check_positive_ms, check_rate, format_rate_hz, ms
 from voxwire.audio.sink import PlaybackSink, SegmentKey
 from voxwire.exceptions import ConfigurationError
 
-__all__ = ["AudioOutput", "ItemTiming"]
+__all__ = ["AudioOutput", "ItemTiming", "OutputTap"]
+
+
+class OutputTap(Protocol):
+    """Sees each device buffer as handed over (on the device thread; must not block)."""
+
+    def played(self, pcm: npt.NDArray[np.int16], handed_at: float, latency_samples: int) -> None:
+        """``pcm`` (device rate) was handed to the device at ``handed_at`` (``now()`` seconds)
+        and is heard ``latency_samples`` later."""
 
 
 @dataclass
@@ -121,6 +130,16 @@ class AudioOutput:
         """Times the ring ran dry while a content part was still open (more audio was due)."""
         self.underrun_samples = 0
         """Device samples of silence played during underruns, until audio resumed."""
+        self._tap: OutputTap | None = None
+        # pause / resume: requested by the producer side, applied by the next pull
+        self._control: str | None = None  # "pause" | "resume" | "cut", under _lock
+        self._want_paused = False
+        self._paused = False  # consumer side: holding playback
+        self._pause_point: int | None = None  # ring position of the first sample not played
+        self._held = np.zeros(max(self._fade, 1), dtype=np.int16)  # faded-out samples, kept
+        self._held_count = 0
+        self._replay = -1  # next held sample to hand over on resume (-1: not resuming)
+        self._fade_in_left = 0
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -178,10 +197,50 @@ class AudioOutput:
         what each cut item had been *heard* (see :meth:`PlaybackClock.interrupt`)."""
         handed = self.ring.consumed_samples
         self._open.clear()
+        with self._lock:
+            if self._want_paused and self._pause_point is not None:
+                # Everything before the pause point has been handed to the device and will be
+                # heard; nothing after it will: the cut is exactly there.
+                self.ring.report_heard(self._pause_point)
+            self._want_paused = False
+            self._control = "cut"
         reports = self.sink.interrupt()
         with self._lock:
             self._first_pending = deque(p for p in self._first_pending if p[0] < handed)
         return reports
+
+    @property
+    def paused(self) -> bool:
+        """Whether :meth:`pause` was called and not yet undone by :meth:`resume` or
+        :meth:`interrupt`."""
+        return self._want_paused
+
+    @property
+    def pause_point(self) -> int | None:
+        """Ring position (samples) where the current pause took effect, once the device has
+        pulled since :meth:`pause` (``None`` otherwise)."""
+        with self._lock:
+            return self._pause_point if self._want_paused else None
+
+    def pause(self) -> None:
+        """Hold playback: from the device's next buffer, fade out over ``fade_ms`` and then play
+        silence; nothing queued is dropped. Idempotent."""
+        with self._lock:
+            if not self._want_paused:
+                self._want_paused = True
+                self._control = "pause"
+
+    def resume(self) -> None:
+        """Continue after :meth:`pause` at exactly the first sample not fully played (fading
+        in over ``fade_ms``). Does nothing if not paused."""
+        with self._lock:
+            if self._want_paused:
+                self._want_paused = False
+                self._control = "resume"
+
+    def set_tap(self, tap: OutputTap | None) -> None:
+        """Give every device buffer, as handed over, to ``tap`` (``None`` removes it)."""
+        self._tap = tap
 
     def timing(self, item_id: str, content_index: int) -> ItemTiming | None:
         """First delta / first sample times of a content part pushed here."""
@@ -229,6 +288,30 @@ class AudioOutput:
         ``now()``)."""
         buf, spread = self._mono_view(out)
         n = len(buf)
+        self._apply_control()
+        if self._paused:
+            ring_start, got = self._pull_paused(buf)
+        elif self._replay >= 0:
+            ring_start, got = self._pull_resumed(buf)
+        else:
+            ring_start, got = self._pull_playing(buf)
+        if n:
+            self._last = int(buf[n - 1])
+        self._history.append(_Pull(self._device_samples, ring_start, got))
+        self._device_samples += n
+        self._report_heard()
+        if self._tap is not None or (got and self._first_pending):
+            handed_at = self._now() if now is None else now
+            if got and self._first_pending:
+                self._note_first_samples(ring_start, got, handed_at)
+            if self._tap is not None:
+                self._tap.played(buf, handed_at, self._latency)
+        if spread:
+            out[...] = buf.reshape(-1, 1) if out.ndim == 2 else buf
+        return got
+
+    def _pull_playing(self, buf: npt.NDArray[np.int16]) -> tuple[int, int]:
+        n = len(buf)
         if not self._playing:
             self._maybe_start(n)
         ring_start = self.ring.consumed_samples
@@ -236,18 +319,78 @@ class AudioOutput:
         if got:
             self._fade_left = 0
             self._handed_end = ring_start + got
+        if self._fade_in_left and got:
+            self._ramp_in(buf[:got])
         if got < n:
             self._fill_silence(buf, got)
-        if n:
-            self._last = int(buf[n - 1])
-        self._history.append(_Pull(self._device_samples, ring_start, got))
-        self._device_samples += n
-        self._report_heard()
-        if got and self._first_pending:
-            self._note_first_samples(ring_start, got, self._now() if now is None else now)
-        if spread:
-            out[...] = buf.reshape(-1, 1) if out.ndim == 2 else buf
-        return got
+        return ring_start, got
+
+    def _apply_control(self) -> None:
+        with self._lock:
+            control, self._control = self._control, None
+            if control == "pause" and not self._paused:
+                self._paused = True
+                self._pause_point = self.ring.consumed_samples
+                self._held_count = 0
+                # A buffer that was playing fades out; one that was idle has nothing to fade.
+                self._fade_left = self._fade if self._playing else 0
+                self._replay = -1
+            elif control == "resume" and self._paused:
+                self._paused = False
+                # Paused while idle: nothing was held, the ordinary path (prebuffer) goes on.
+                self._replay = 0 if self._held_count else -1
+                self._fade_in_left = self._fade if self._held_count else 0
+            elif control == "cut":
+                self._paused, self._replay, self._held_count = False, -1, 0
+                self._fade_in_left = 0
+                if self._playing:  # the cut buffer fades out as any interruption does
+                    self._playing = False
+                    self._fade_from, self._fade_left = float(self._last), self._fade
+
+    def _pull_paused(self, buf: npt.NDArray[np.int16]) -> tuple[int, int]:
+        """Fade out the first ``fade_ms`` after the pause point, keeping the samples faded for
+        the resume; then silence. No sample counts as played."""
+        k = min(self._fade_left, len(buf))
+        got = self.ring.pop_into(buf[:k]) if k else 0
+        if got:
+            self._held[self._held_count : self._held_count + got] = buf[:got]
+            done = self._held_count
+            steps = np.arange(done + 1, done + got + 1, dtype=np.float64)
+            buf[:got] = np.rint(buf[:got] * (1.0 - steps / self._fade)).astype(np.int16)
+            self._held_count += got
+        self._fade_left = 0 if got < k else self._fade_left - k
+        buf[got:] = 0
+        self._playing = False
+        assert self._pause_point is not None
+        return self._pause_point, 0
+
+    def _pull_resumed(self, buf: npt.NDArray[np.int16]) -> tuple[int, int]:
+        """Hand over the held samples again, then the ring, fading in from the pause point."""
+        assert self._pause_point is not None
+        ring_start = self._pause_point + self._replay
+        k = min(self._held_count - self._replay, len(buf))
+        buf[:k] = self._held[self._replay : self._replay + k]
+        self._replay += k
+        got = k
+        if self._replay >= self._held_count:
+            self._replay = -1
+            self._playing = True
+            got += self.ring.pop_into(buf[k:])
+        if got:
+            self._handed_end = ring_start + got
+            self._fade_left = 0
+        self._ramp_in(buf[:got])
+        if got < len(buf):
+            self._fill_silence(buf, got)
+        return ring_start, got
+
+    def _ramp_in(self, pcm: npt.NDArray[np.int16]) -> None:
+        k = min(self._fade_in_left, len(pcm))
+        if k:
+            done = self._fade - self._fade_in_left
+            steps = np.arange(done + 1, done + k + 1, dtype=np.float64) / self._fade
+            pcm[:k] = np.rint(pcm[:k] * steps).astype(np.int16)
+            self._fade_in_left -= k
 
     def _mono_view(self, out: npt.NDArray[np.int16]) -> tuple[npt.NDArray[np.int16], bool]:
         """One int16 sample per frame of ``out``: a view of it when it is mono and contiguous,

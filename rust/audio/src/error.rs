@@ -46,6 +46,15 @@ pub enum ConfigError {
         /// The name given.
         value: String,
     },
+    /// A numeric parameter outside its range.
+    OutOfRange {
+        /// Which parameter.
+        name: &'static str,
+        /// The value given, as text.
+        value: String,
+        /// What is allowed.
+        allowed: &'static str,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -75,6 +84,9 @@ impl fmt::Display for ConfigError {
                 f,
                 "quality={value:?} is not a known preset: expected one of \"fast\", \"hq\", \"vhq\""
             ),
+            ConfigError::OutOfRange { name, value, allowed } => {
+                write!(f, "{name}={value} is not allowed: expected {allowed}")
+            }
         }
     }
 }
@@ -103,6 +115,13 @@ pub enum ProcessError {
         /// Samples of room given.
         given: usize,
     },
+    /// Two streams that must advance together were given in different lengths.
+    LengthMismatch {
+        /// Samples of the first stream (the microphone).
+        first: usize,
+        /// Samples of the second stream (the reference).
+        second: usize,
+    },
 }
 
 impl fmt::Display for ProcessError {
@@ -122,6 +141,11 @@ impl fmt::Display for ProcessError {
                 f,
                 "output buffer holds {given} samples but {needed} are produced: \
                  size it with output_len()"
+            ),
+            ProcessError::LengthMismatch { first, second } => write!(
+                f,
+                "microphone ({first} samples) and reference ({second} samples) must be the same \
+                 length: pass the reference samples played while this microphone audio was captured"
             ),
         }
     }

@@ -10,10 +10,12 @@
 //!   been played, so an interruption truncates exactly at what was heard.
 //! * [`g711`] — µ-law and A-law, bit-exact with ITU-T G.711.
 //! * [`to_mono`] — interleaved multi-channel to mono.
+//! * [`aec`] — acoustic echo cancellation: the microphone minus what the speaker played.
 //!
 //! Hot paths allocate nothing per call: buffers are sized at construction and "full" / "empty"
 //! are counts, not errors.
 
+pub mod aec;
 pub mod error;
 pub mod g711;
 pub mod mix;
@@ -22,6 +24,7 @@ pub mod playback;
 pub mod resample;
 pub mod ring;
 
+pub use aec::{EchoCanceller, EchoConfig, EchoStats};
 pub use error::{ConfigError, ProcessError};
 pub use mix::to_mono;
 pub use pcm::Pcm;

@@ -6,6 +6,7 @@
 
 use pyo3::prelude::*;
 
+mod aec;
 mod errors;
 mod g711;
 mod pcm;
@@ -20,5 +21,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ring::register(m)?;
     playback::register(m)?;
     g711::register(m)?;
+    aec::register(m)?;
     Ok(())
 }
