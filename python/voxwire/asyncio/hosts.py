@@ -22,6 +22,7 @@ from voxwire.asyncio.agents.switching import AgentSwitcher, UpdateWaiters
 from voxwire.asyncio.agents.tools import ToolRunner
 from voxwire.asyncio.audio.interruption import Interrupter
 from voxwire.asyncio.audio.playback import PlaybackMonitor
+from voxwire.asyncio.audio.recovery import InterruptionRecovery
 from voxwire.asyncio.connection.dial import Dialer
 from voxwire.asyncio.connection.pump import Pump
 from voxwire.asyncio.connection.reconnect import Reconnector, Resumed
@@ -80,6 +81,7 @@ class SessionInside(Protocol):
     _persistence: Persistence
     _tools: ToolRunner
     _mcp: McpRunner
+    _recovery: InterruptionRecovery | None
 
     @property
     def state(self) -> SessionState: ...
@@ -311,6 +313,10 @@ class InputHost:
         """The user started speaking (local detector): interrupt what the agent says, if it
         says anything."""
         session = self._session
+        if session._recovery is not None:
+            if session._interrupter.playing:  # pause; the recovery resumes or cuts
+                session._recovery.onset()
+            return
         if session._interrupter.playing or session._protocol.responses_in_progress:
             session._interrupter.interrupt(None, cancel_response=True)
 

@@ -23,6 +23,7 @@ from voxwire.asyncio.agents.input_guardrails import Refusal
 from voxwire.asyncio.agents.tools import DEFAULT_REJECTION_MESSAGE
 from voxwire.asyncio.audio.microphone import AudioSource, check_source
 from voxwire.asyncio.audio.playback import AudioOutputTarget, attached_output
+from voxwire.asyncio.audio.recovery import without_server_interruption
 from voxwire.asyncio.connection.calls import CallControl
 from voxwire.asyncio.connection.endpoint import ApiKeySource, build_url
 from voxwire.asyncio.connection.reconnect import ReconnectPolicy
@@ -34,6 +35,7 @@ from voxwire.asyncio.connection.transport import (
     connect_websocket,
 )
 from voxwire.asyncio.observability.tracing import SessionTracer, TracingSetting, tracing_setting
+from voxwire.audio import AudioOutput, EchoCancelledInput, FalseInterruptionFilter
 from voxwire.audio.bargein import BargeInDetector
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.config import SessionConfig
@@ -82,6 +84,8 @@ class SessionOptions:
     reconnect: ReconnectPolicy | None = None
     audio_input: AudioSource | None = None
     local_barge_in: bool | BargeInDetector = False
+    false_interruption: FalseInterruptionFilter | None = None
+    echo_cancellation: bool = False
     input_frame_ms: int = 20
     renewal: RenewalPolicy | None = None
     store: ConversationStore | None = None
@@ -136,6 +140,8 @@ class SessionOptions:
             group_id=self.group_id,
             metadata=self.metadata,
         )
+        if self.false_interruption is not None:  # the session decides the cut, not the server
+            base = without_server_interruption(base)
         self._set("base_config", msgspec.structs.replace(base, tracing=msgspec.UNSET))
         self._set("tracing", tracing)
 
@@ -234,6 +240,42 @@ class SessionOptions:
                 "local_barge_in needs audio_input: the detector listens to the session's "
                 "microphone (give audio_input=, or leave local_barge_in off)"
             )
+        self._check_echo_and_recovery()
+
+    def _check_echo_and_recovery(self) -> None:
+        output = attached_output(self.audio_output)
+        if not isinstance(self.echo_cancellation, bool):
+            raise ConfigurationError(
+                f"echo_cancellation={self.echo_cancellation!r} is invalid: expected True or False"
+            )
+        if self.echo_cancellation and (self.audio_input is None or output is None):
+            raise ConfigurationError(
+                "echo_cancellation needs audio_input and audio_output (an AudioOutput, or a "
+                "speaker holding one): the canceller takes what the speaker played out of the "
+                "microphone"
+            )
+        recovery = self.false_interruption
+        if recovery is None:
+            return
+        if not isinstance(recovery, FalseInterruptionFilter):
+            raise ConfigurationError(
+                f"false_interruption={recovery!r} is invalid: expected a "
+                "voxwire.audio.FalseInterruptionFilter or None"
+            )
+        if self.local_barge_in is False or not isinstance(output, AudioOutput):
+            raise ConfigurationError(
+                "false_interruption needs local_barge_in and an audio_output holding an "
+                "AudioOutput: a local onset pauses that output until the filter decides"
+            )
+
+    def input_source(self) -> AudioSource | None:
+        """The microphone the session runs: ``audio_input``, behind the echo canceller with
+        ``echo_cancellation`` (its reference tapped from the attached output)."""
+        output = attached_output(self.audio_output)
+        if self.echo_cancellation and self.audio_input is not None:
+            assert isinstance(output, AudioOutput)  # checked at construction
+            return EchoCancelledInput(self.audio_input, output)
+        return self.audio_input
 
     def _check_output_and_timeouts(self) -> None:
         if self.audio_output is not None and attached_output(self.audio_output) is None:

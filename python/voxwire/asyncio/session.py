@@ -56,6 +56,7 @@ from voxwire.asyncio.audio.playback import (
     PlaybackMonitor,
     output_path,
 )
+from voxwire.asyncio.audio.recovery import recovery_part
 from voxwire.asyncio.audio.speech_tracker import SpeechTracker
 from voxwire.asyncio.connection.calls import CallControl
 from voxwire.asyncio.connection.dial import Dialer
@@ -82,6 +83,7 @@ from voxwire.asyncio.persistence.resumption import ConversationStart, ResumeSour
 from voxwire.asyncio.reading import SessionReading
 from voxwire.asyncio.sending import SessionSending
 from voxwire.asyncio.supervisor import OwnedTasks
+from voxwire.audio import FalseInterruptionFilter
 from voxwire.audio.bargein import BargeInDetector
 from voxwire.exceptions import InvalidState
 from voxwire.protocol import server_events as se
@@ -189,6 +191,8 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         reconnect: ReconnectPolicy | None = None,
         audio_input: AudioSource | None = None,
         local_barge_in: bool | BargeInDetector = False,
+        false_interruption: FalseInterruptionFilter | None = None,
+        echo_cancellation: bool = False,
         input_frame_ms: int = 20,
         renewal: RenewalPolicy | None = None,
         store: ConversationStore | None = None,
@@ -262,12 +266,12 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         self._interrupter = Interrupter(lambda: self._protocol, sink, self._metrics, emit)
         self._microphone = (
             Microphone(
-                options.audio_input,
+                source,
                 hosts.InputHost(self),
                 frame_ms=options.input_frame_ms,
                 barge_in=options.local_barge_in,
             )
-            if options.audio_input is not None
+            if (source := options.input_source()) is not None
             else None
         )
         self._translator = EventTranslator(
@@ -316,10 +320,12 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         )
         self._speech = SpeechTracker(lambda: self._protocol, emit, self._playback)
         self._mcp = hosts.mcp_runner(self)
+        self._recovery = recovery_part(options, self._interrupter, self._background, emit)
         # The audio first (it plays as soon as it arrives), then what cuts it; speech handles
         # before the translated events, these before the agent features (a tool call starts
         # once its item is in the history), tracing, then metrics (after response_done).
-        parts: list[Any] = [self._feed, self._interrupter, self._reconnector, self._renewer]
+        parts: list[Any] = [self._feed, self._interrupter, self._recovery, self._reconnector]
+        parts += [self._renewer]
         parts += [self._persistence, self._switcher, self._speech, self._translator, self._tools]
         parts += [self._mcp, self._guardrails, self._input_guardrails, self._tracer, self._metrics]
         self._dispatcher = Dispatcher(tuple(filter(None, parts)), self._handling_failed)

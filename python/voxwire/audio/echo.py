@@ -45,8 +45,11 @@ BlockCallback = Callable[[npt.NDArray[np.int16]], None]
 class Source(Protocol):
     """What :class:`EchoCancelledInput` wraps (and is): a microphone-like source."""
 
-    rate_hz: int
-    channels: int
+    @property
+    def rate_hz(self) -> int: ...
+
+    @property
+    def channels(self) -> int: ...
 
     def start(self, callback: BlockCallback) -> None: ...
 

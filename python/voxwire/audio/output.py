@@ -119,10 +119,7 @@ class AudioOutput:
         self._playing = False
         self._waited = 0
         self._starved = False
-        self._fade_from = 0.0
-        self._fade_left = 0
-        self._last = 0
-        self._device_samples = 0
+        self._fade_from, self._fade_left, self._last, self._device_samples = 0.0, 0, 0, 0
         self._handed_end = 0  # ring position after the last ring sample handed to the device
         self._history: deque[_Pull] = deque()
         self._scratch = np.empty(0, dtype=np.int16)  # mono frames of a multi-channel pull

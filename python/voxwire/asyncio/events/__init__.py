@@ -56,6 +56,7 @@ __all__ = [
     "HistoryAddedEvent",
     "HistoryUpdatedEvent",
     "InputGuardrailTrippedEvent",
+    "InterruptionRecoveredEvent",
     "MetricsCollectedEvent",
     "RawServerEvent",
     "ReconnectedEvent",
@@ -184,6 +185,21 @@ class AssistantTranscriptDoneEvent:
     response_id: str
     transcript: str
     modality: Literal["audio", "text"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InterruptionRecoveredEvent:
+    """A local barge-in was not the user taking the turn (``false_interruption=``): the agent,
+    paused at the onset, plays on from exactly where it paused and nothing was truncated.
+    ``reason``: ``"unconfirmed"`` (server VAD heard no speech in the window), ``"filler"`` (the
+    transcript was empty or only backchannel words), ``"short"`` (speech shorter than the
+    filter's ``min_turn_ms``); ``transcript`` when there was one; ``paused_ms``: how long the
+    agent was paused."""
+
+    type: Literal["interruption_recovered"] = field(default="interruption_recovered", init=False)
+    reason: str
+    transcript: str | None
+    paused_ms: float
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -503,6 +519,7 @@ SessionEvent: TypeAlias = (
     | HistoryAddedEvent
     | HistoryUpdatedEvent
     | DtmfEvent
+    | InterruptionRecoveredEvent
     | ResponseStartedEvent
     | ResponseDoneEvent
     | MetricsCollectedEvent

@@ -1,0 +1,155 @@
+"""False-interruption recovery end to end against the local server (server VAD on): a local
+onset pauses the agent; a cough that server VAD does not take for a turn is recovered (the agent
+plays on from where it paused, nothing truncated); a real line is cut exactly at the pause
+point."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from voxwire.asyncio import (
+    AudioInterruptedEvent,
+    InterruptionRecoveredEvent,
+    RealtimeSession,
+    SessionEvent,
+)
+from voxwire.audio import BargeInDetector, FalseInterruptionFilter, MemoryOutput
+from voxwire.audio.room import cough
+from voxwire.exceptions import ConfigurationError
+
+from .helpers import RATE_HZ, SLOW, poll, run, serving, speech_pcm
+
+pytest.importorskip("voxwire.server.engines.tts")
+
+VAD = {"audio": {"input": {"turn_detection": {"type": "server_vad", "silence_duration_ms": 300}}}}
+
+
+class SteppedMicrophone:
+    """A microphone the test feeds block by block."""
+
+    rate_hz = RATE_HZ
+    channels = 1
+
+    def __init__(self) -> None:
+        self._callback: Callable[[Any], None] | None = None
+
+    def start(self, callback: Callable[[Any], None]) -> None:
+        self._callback = callback
+
+    def stop(self) -> None:
+        self._callback = None
+
+    def feed(self, block: np.ndarray[Any, Any]) -> None:
+        if self._callback is not None:
+            self._callback(block)
+
+
+def _blocks(pcm: np.ndarray[Any, Any]) -> list[np.ndarray[Any, Any]]:
+    n = 480
+    padded = np.concatenate([pcm, np.zeros(-len(pcm) % n, dtype=np.int16)])
+    return [padded[i : i + n] for i in range(0, len(padded), n)]
+
+
+def interrupted_by(sound: np.ndarray[Any, Any]) -> dict[str, Any]:
+    """The agent speaks; after 1 s the microphone hears ``sound`` then silence for 3 s."""
+
+    async def body() -> dict[str, Any]:
+        speaker = MemoryOutput(RATE_HZ, period_ms=20.0, latency_ms=0.0, prebuffer_ms=0.0)
+        mic = SteppedMicrophone()
+        events: list[SessionEvent] = []
+        result: dict[str, Any] = {}
+        async with (
+            serving(tts="espeak", pacing=SLOW) as server,
+            RealtimeSession(
+                url=server.url(),
+                config=VAD,
+                audio_input=mic,
+                local_barge_in=BargeInDetector(
+                    RATE_HZ, echo_min_speech_ms=100, echo_gate_dbfs=-60.0
+                ),
+                false_interruption=FalseInterruptionFilter(
+                    window_ms=800, min_turn_ms=600, wait_for_transcript=False, vad_silence_ms=300
+                ),
+                audio_output=speaker,
+            ) as session,
+        ):
+
+            async def collect() -> None:
+                async for event in session:
+                    events.append(event)
+
+            collector = asyncio.create_task(collect())
+            await session.send_message("tell me a story")
+            await poll(lambda: speaker.output.ring.readable_samples >= 3 * RATE_HZ)
+            silence = np.zeros(480, dtype=np.int16)
+            blocks = [silence] * 50 + _blocks(sound) + [silence] * 150
+            microphone = session.microphone
+            assert microphone is not None
+            for block in blocks:
+                speaker.advance(1)
+                mic.feed(block)
+                await asyncio.sleep(0.004)  # real-time-ish for the server's VAD and timers
+                if microphone.barge_ins and "onset" not in result:
+                    result["onset"] = {
+                        r.item_id: r.played_samples for r in speaker.output.clock.items()
+                    }
+            await asyncio.sleep(0.5)
+            result["played_total"] = speaker.played_samples
+            collector.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await collector
+        result["recovered"] = [e for e in events if isinstance(e, InterruptionRecoveredEvent)]
+        result["cuts"] = [e for e in events if isinstance(e, AudioInterruptedEvent)]
+        return result
+
+    return run(body(), timeout_s=90.0)
+
+
+def test_a_cough_pauses_the_agent_and_it_plays_on_from_the_pause() -> None:
+    noise = np.clip(cough(RATE_HZ, seed=3) * 16_000, -32768, 32767).astype(np.int16)
+    result = interrupted_by(noise)
+    assert "onset" in result, "the local detector did not hear the cough"
+    assert len(result["recovered"]) == 1
+    assert result["recovered"][0].reason in {"unconfirmed", "short"}
+    assert result["cuts"] == []
+
+
+def test_a_real_line_is_cut_exactly_at_the_pause_point() -> None:
+    line = np.frombuffer(
+        speech_pcm("Wait, stop, I want to ask about something else entirely now."),
+        dtype="<i2",
+    ).astype(np.int16)
+    result = interrupted_by(line)
+    assert "onset" in result
+    assert result["recovered"] == []
+    (cut,) = [c for c in result["cuts"] if c.played_ms is not None]
+    heard_at_onset = result["onset"][cut.item_id]
+    onset_ms = heard_at_onset * 1000 // RATE_HZ
+    # The pause takes effect at the device's next pull (one 20 ms period) and fades over 4 ms;
+    # nothing after it counts as heard, so the cut is the pause point.
+    assert 0 <= cut.played_ms - onset_ms <= 24
+
+
+def test_recovery_needs_local_barge_in_an_audio_output_and_server_vad() -> None:
+    mic = SteppedMicrophone()
+    speaker = MemoryOutput(RATE_HZ)
+    decider = FalseInterruptionFilter()
+    with pytest.raises(ConfigurationError, match="local_barge_in"):
+        RealtimeSession(audio_input=mic, audio_output=speaker, false_interruption=decider)
+    with pytest.raises(ConfigurationError, match="turn detection"):
+        RealtimeSession(
+            config={"audio": {"input": {"turn_detection": None}}},
+            audio_input=mic,
+            audio_output=speaker,
+            local_barge_in=True,
+            false_interruption=decider,
+        )
+    RealtimeSession(  # server VAD by default: accepted
+        audio_input=mic, audio_output=speaker, local_barge_in=True, false_interruption=decider
+    )
