@@ -37,10 +37,13 @@
 //!
 //! ## Speed
 //!
-//! The per-output dot products run in a kernel compiled twice: portable, and with AVX2+FMA
-//! selected at run time on x86-64 (NEON is baseline on aarch64, so the portable kernel already
-//! vectorises there). The choice is made once at construction; a given machine always computes
-//! the same bits.
+//! The per-output dot products run in one kernel compiled per instruction set (lanes in
+//! [`simd`]): AVX2+FMA on x86-64, selected at run time; NEON on aarch64 (baseline there, no
+//! detection); portable Rust elsewhere. The choice is made once at construction; a given
+//! machine always computes the same bits. The fused kernels (AVX2+FMA, NEON) round once per
+//! multiply-add in the same order, so x86-64 and aarch64 give bit-identical output; the
+//! portable kernel (no FMA) differs from them by at most 1 LSB. `resample/kernel_tests.rs`
+//! checks both.
 
 // The kernels walk several parallel arrays (accumulators, pointers, rows) by one index.
 #![allow(clippy::needless_range_loop)]
@@ -273,17 +276,22 @@ pub struct Resampler {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kernel {
+    #[cfg_attr(target_arch = "aarch64", allow(dead_code))]
     Portable,
     #[cfg(target_arch = "x86_64")]
     Avx2Fma,
+    #[cfg(target_arch = "aarch64")]
+    Neon,
 }
 
-/// Name of the kernel the resampler uses on this CPU: `"avx2+fma"` or `"portable"`.
+/// Name of the kernel the resampler uses on this CPU: `"avx2+fma"`, `"neon"` or `"portable"`.
 pub fn kernel_name() -> &'static str {
     match Kernel::detect() {
         Kernel::Portable => "portable",
         #[cfg(target_arch = "x86_64")]
         Kernel::Avx2Fma => "avx2+fma",
+        #[cfg(target_arch = "aarch64")]
+        Kernel::Neon => "neon",
     }
 }
 
@@ -295,6 +303,11 @@ impl Kernel {
                 return Kernel::Avx2Fma;
             }
         }
+        #[cfg(target_arch = "aarch64")]
+        {
+            return Kernel::Neon;
+        }
+        #[allow(unreachable_code)]
         Kernel::Portable
     }
 }
@@ -543,6 +556,8 @@ impl Resampler {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `Kernel::Avx2Fma` is only chosen after run-time detection of AVX2 and FMA.
             Kernel::Avx2Fma => unsafe { produce_avx2(&args, &mut st, out) },
+            #[cfg(target_arch = "aarch64")]
+            Kernel::Neon => produce_neon(&args, &mut st, out),
         };
         self.next_idx = st.next_idx;
         self.phase = st.phase;
@@ -620,93 +635,7 @@ fn to_i16(y: f32) -> i16 {
 }
 
 /// Eight f32 lanes: the one piece of the kernels that differs per instruction set.
-mod simd {
-    /// # Safety
-    /// `load` reads 8 floats at `p`; the caller guarantees they are in bounds. The AVX2
-    /// implementation may only be used after run-time detection of AVX2 and FMA.
-    pub(super) trait F32x8: Copy {
-        unsafe fn zero() -> Self;
-        unsafe fn splat(v: f32) -> Self;
-        unsafe fn load(p: *const f32) -> Self;
-        /// `self * b + c`, fused where the instruction set has it.
-        unsafe fn mul_add(self, b: Self, c: Self) -> Self;
-        unsafe fn to_array(self) -> [f32; 8];
-    }
-
-    /// Plain Rust; with `FMA` it uses `f32::mul_add` (one rounding), for targets where that is
-    /// an instruction (aarch64).
-    #[derive(Clone, Copy)]
-    pub(super) struct Portable<const FMA: bool>([f32; 8]);
-
-    impl<const FMA: bool> F32x8 for Portable<FMA> {
-        #[inline(always)]
-        unsafe fn zero() -> Self {
-            Portable([0.0; 8])
-        }
-        #[inline(always)]
-        unsafe fn splat(v: f32) -> Self {
-            Portable([v; 8])
-        }
-        #[inline(always)]
-        unsafe fn load(p: *const f32) -> Self {
-            // SAFETY: the caller guarantees 8 readable floats at `p` (trait contract).
-            Portable(unsafe { p.cast::<[f32; 8]>().read_unaligned() })
-        }
-        #[inline(always)]
-        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
-            let mut r = [0f32; 8];
-            for j in 0..8 {
-                r[j] = if FMA { self.0[j].mul_add(b.0[j], c.0[j]) } else { self.0[j] * b.0[j] + c.0[j] };
-            }
-            Portable(r)
-        }
-        #[inline(always)]
-        unsafe fn to_array(self) -> [f32; 8] {
-            self.0
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    pub(super) use avx2::Avx2;
-
-    #[cfg(target_arch = "x86_64")]
-    mod avx2 {
-        use std::arch::x86_64::*;
-
-        #[derive(Clone, Copy)]
-        pub(in super::super) struct Avx2(__m256);
-
-        impl super::F32x8 for Avx2 {
-            #[inline(always)]
-            unsafe fn zero() -> Self {
-                // SAFETY: AVX is present (trait contract: used only after detection).
-                Avx2(unsafe { _mm256_setzero_ps() })
-            }
-            #[inline(always)]
-            unsafe fn splat(v: f32) -> Self {
-                // SAFETY: as above.
-                Avx2(unsafe { _mm256_set1_ps(v) })
-            }
-            #[inline(always)]
-            unsafe fn load(p: *const f32) -> Self {
-                // SAFETY: 8 floats readable at `p` and AVX present (trait contract).
-                Avx2(unsafe { _mm256_loadu_ps(p) })
-            }
-            #[inline(always)]
-            unsafe fn mul_add(self, b: Self, c: Self) -> Self {
-                // SAFETY: FMA present (trait contract).
-                Avx2(unsafe { _mm256_fmadd_ps(self.0, b.0, c.0) })
-            }
-            #[inline(always)]
-            unsafe fn to_array(self) -> [f32; 8] {
-                let mut r = [0f32; 8];
-                // SAFETY: `r` has room for 8 floats; AVX present.
-                unsafe { _mm256_storeu_ps(r.as_mut_ptr(), self.0) };
-                r
-            }
-        }
-    }
-}
+mod simd;
 
 use simd::F32x8;
 
@@ -923,9 +852,14 @@ unsafe fn produce_with<V: F32x8, O: OutSample>(a: &Args<'_>, st: &mut State, out
 }
 
 fn produce_portable<O: OutSample>(a: &Args<'_>, st: &mut State, out: &mut [O]) -> usize {
-    // aarch64 has fused multiply-add in its baseline, so use it there.
     // SAFETY: the portable lanes need no CPU feature; bounds are checked inside.
-    unsafe { produce_with::<simd::Portable<{ cfg!(target_arch = "aarch64") }>, O>(a, st, out) }
+    unsafe { produce_with::<simd::Portable, O>(a, st, out) }
+}
+
+#[cfg(target_arch = "aarch64")]
+fn produce_neon<O: OutSample>(a: &Args<'_>, st: &mut State, out: &mut [O]) -> usize {
+    // SAFETY: NEON is baseline on aarch64 (no detection needed); bounds are checked inside.
+    unsafe { produce_with::<simd::Neon, O>(a, st, out) }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -962,6 +896,9 @@ fn deinterleave(buf: &[f32], filled: usize, m: usize, stride: usize, streams: &m
         streams[r * stride + whole / m] = v;
     }
 }
+
+#[cfg(test)]
+mod kernel_tests;
 
 #[cfg(test)]
 mod tests {

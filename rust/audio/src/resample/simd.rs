@@ -1,0 +1,143 @@
+//! Eight f32 lanes: the one piece of the resampler's kernels that differs per instruction set.
+//!
+//! Every implementation computes `mul_add` lane by lane with the same rounding as the others
+//! (AVX2+FMA on x86-64, NEON on aarch64): one rounding per multiply-add. The kernels above
+//! them are shared, so the order of operations is the same too, and the output of x86-64 and
+//! aarch64 is bit-identical.
+
+/// # Safety
+/// `load` reads 8 floats at `p`; the caller guarantees they are in bounds. The AVX2
+/// implementation may only be used after run-time detection of AVX2 and FMA.
+pub(super) trait F32x8: Copy {
+    unsafe fn zero() -> Self;
+    unsafe fn splat(v: f32) -> Self;
+    unsafe fn load(p: *const f32) -> Self;
+    /// `self * b + c`, fused where the instruction set has it.
+    unsafe fn mul_add(self, b: Self, c: Self) -> Self;
+    unsafe fn to_array(self) -> [f32; 8];
+}
+
+/// Plain Rust, for CPUs without a fused multiply-add (x86-64 before Haswell): a multiply and an
+/// add, two roundings, so its output may differ from the fused kernels' by one unit in the
+/// last place of an accumulator (in int16 output: at most 1 LSB, see `tests/resample.rs`).
+#[derive(Clone, Copy)]
+pub(super) struct Portable([f32; 8]);
+
+impl F32x8 for Portable {
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        Portable([0.0; 8])
+    }
+    #[inline(always)]
+    unsafe fn splat(v: f32) -> Self {
+        Portable([v; 8])
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> Self {
+        // SAFETY: the caller guarantees 8 readable floats at `p` (trait contract).
+        Portable(unsafe { p.cast::<[f32; 8]>().read_unaligned() })
+    }
+    #[inline(always)]
+    unsafe fn mul_add(self, b: Self, c: Self) -> Self {
+        let mut r = [0f32; 8];
+        for j in 0..8 {
+            r[j] = self.0[j] * b.0[j] + c.0[j];
+        }
+        Portable(r)
+    }
+    #[inline(always)]
+    unsafe fn to_array(self) -> [f32; 8] {
+        self.0
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(super) use avx2::Avx2;
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    #[derive(Clone, Copy)]
+    pub(in super::super) struct Avx2(__m256);
+
+    impl super::F32x8 for Avx2 {
+        #[inline(always)]
+        unsafe fn zero() -> Self {
+            // SAFETY: AVX is present (trait contract: used only after detection).
+            Avx2(unsafe { _mm256_setzero_ps() })
+        }
+        #[inline(always)]
+        unsafe fn splat(v: f32) -> Self {
+            // SAFETY: as above.
+            Avx2(unsafe { _mm256_set1_ps(v) })
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            // SAFETY: 8 floats readable at `p` and AVX present (trait contract).
+            Avx2(unsafe { _mm256_loadu_ps(p) })
+        }
+        #[inline(always)]
+        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
+            // SAFETY: FMA present (trait contract).
+            Avx2(unsafe { _mm256_fmadd_ps(self.0, b.0, c.0) })
+        }
+        #[inline(always)]
+        unsafe fn to_array(self) -> [f32; 8] {
+            let mut r = [0f32; 8];
+            // SAFETY: `r` has room for 8 floats; AVX present.
+            unsafe { _mm256_storeu_ps(r.as_mut_ptr(), self.0) };
+            r
+        }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+pub(super) use neon::Neon;
+
+/// Two NEON registers. NEON (Advanced SIMD) is part of the aarch64 baseline, so this needs no
+/// run-time detection: every aarch64 Linux CPU has it, and `target_feature = "neon"` is on for
+/// every aarch64 Rust target. The compiler does not vectorise the portable lanes' `mul_add`
+/// (it emits eight scalar `fmadd`), hence this explicit path.
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use std::arch::aarch64::*;
+
+    #[derive(Clone, Copy)]
+    pub(in super::super) struct Neon(float32x4_t, float32x4_t);
+
+    impl super::F32x8 for Neon {
+        #[inline(always)]
+        unsafe fn zero() -> Self {
+            // SAFETY: NEON is baseline on aarch64 (see the module docs); no memory is touched.
+            unsafe { Neon(vdupq_n_f32(0.0), vdupq_n_f32(0.0)) }
+        }
+        #[inline(always)]
+        unsafe fn splat(v: f32) -> Self {
+            // SAFETY: as above.
+            unsafe { Neon(vdupq_n_f32(v), vdupq_n_f32(v)) }
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            // SAFETY: the caller guarantees 8 readable floats at `p` (trait contract); `vld1q_f32`
+            // needs no alignment beyond f32's; NEON is baseline.
+            unsafe { Neon(vld1q_f32(p), vld1q_f32(p.add(4))) }
+        }
+        #[inline(always)]
+        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
+            // `vfmaq_f32(c, a, b)` is `c + a * b` with one rounding, like `_mm256_fmadd_ps`.
+            // SAFETY: NEON is baseline; registers only.
+            unsafe { Neon(vfmaq_f32(c.0, self.0, b.0), vfmaq_f32(c.1, self.1, b.1)) }
+        }
+        #[inline(always)]
+        unsafe fn to_array(self) -> [f32; 8] {
+            let mut r = [0f32; 8];
+            // SAFETY: `r` has room for 8 floats, written 4 at a time; NEON is baseline.
+            unsafe {
+                vst1q_f32(r.as_mut_ptr(), self.0);
+                vst1q_f32(r.as_mut_ptr().add(4), self.1);
+            }
+            r
+        }
+    }
+}
