@@ -17,6 +17,50 @@ pub(super) trait F32x8: Copy {
     unsafe fn to_array(self) -> [f32; 8];
 }
 
+/// Vectors of `W` lanes for the lane layout, where each lane is one output and lanes never mix,
+/// so any width gives the same bits per output. Every [`F32x8`] is one (`W = 8`); AVX-512 adds
+/// `W = 16`.
+///
+/// # Safety
+/// As [`F32x8`], with `W` floats for `load` and `store`.
+pub(super) trait LaneVec: Copy {
+    const W: usize;
+    unsafe fn zero() -> Self;
+    unsafe fn splat(v: f32) -> Self;
+    unsafe fn load(p: *const f32) -> Self;
+    unsafe fn mul_add(self, b: Self, c: Self) -> Self;
+    unsafe fn store(self, p: *mut f32);
+}
+
+impl<V: F32x8> LaneVec for V {
+    const W: usize = 8;
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        // SAFETY: forwarded contract.
+        unsafe { <V as F32x8>::zero() }
+    }
+    #[inline(always)]
+    unsafe fn splat(v: f32) -> Self {
+        // SAFETY: forwarded contract.
+        unsafe { <V as F32x8>::splat(v) }
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> Self {
+        // SAFETY: forwarded contract (8 floats at `p`).
+        unsafe { <V as F32x8>::load(p) }
+    }
+    #[inline(always)]
+    unsafe fn mul_add(self, b: Self, c: Self) -> Self {
+        // SAFETY: forwarded contract.
+        unsafe { <V as F32x8>::mul_add(self, b, c) }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f32) {
+        // SAFETY: forwarded contract; the caller guarantees 8 writable floats at `p`.
+        unsafe { p.cast::<[f32; 8]>().write_unaligned(<V as F32x8>::to_array(self)) }
+    }
+}
+
 /// Plain Rust, for CPUs without a fused multiply-add (x86-64 before Haswell): a multiply and an
 /// add, two roundings, so its output may differ from the fused kernels' by one unit in the
 /// last place of an accumulator (in int16 output: at most 1 LSB, see `tests/resample.rs`).
@@ -53,6 +97,49 @@ impl F32x8 for Portable {
 
 #[cfg(target_arch = "x86_64")]
 pub(super) use avx2::Avx2;
+#[cfg(target_arch = "x86_64")]
+pub(super) use avx512::Avx512;
+
+/// Sixteen lanes in one AVX-512 register, for the lane layout only (the dot layout keeps
+/// [`Avx2`], whose even/odd accumulator split fixes its bits). Used only after run-time
+/// detection of AVX-512F (and AVX2+FMA for the dot layout).
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    #[derive(Clone, Copy)]
+    pub(in super::super) struct Avx512(__m512);
+
+    impl super::LaneVec for Avx512 {
+        const W: usize = 16;
+        #[inline(always)]
+        unsafe fn zero() -> Self {
+            // SAFETY: AVX-512F is present (trait contract: used only after detection).
+            Avx512(unsafe { _mm512_setzero_ps() })
+        }
+        #[inline(always)]
+        unsafe fn splat(v: f32) -> Self {
+            // SAFETY: as above.
+            Avx512(unsafe { _mm512_set1_ps(v) })
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            // SAFETY: 16 floats readable at `p` (trait contract); unaligned load; AVX-512F.
+            Avx512(unsafe { _mm512_loadu_ps(p) })
+        }
+        #[inline(always)]
+        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
+            // `self * b + c` with one rounding, lane by lane, like `_mm256_fmadd_ps`.
+            // SAFETY: AVX-512F present (trait contract).
+            Avx512(unsafe { _mm512_fmadd_ps(self.0, b.0, c.0) })
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            // SAFETY: 16 writable floats at `p` (trait contract); AVX-512F.
+            unsafe { _mm512_storeu_ps(p, self.0) }
+        }
+    }
+}
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
