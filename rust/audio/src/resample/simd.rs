@@ -1,13 +1,15 @@
-//! Eight f32 lanes: the one piece of the resampler's kernels that differs per instruction set.
+//! f32 lanes (8, or 16 with AVX-512): the one piece of the resampler's kernels that differs per
+//! instruction set.
 //!
-//! Every implementation computes `mul_add` lane by lane with the same rounding as the others
-//! (AVX2+FMA on x86-64, NEON on aarch64): one rounding per multiply-add. The kernels above
-//! them are shared, so the order of operations is the same too, and the output of x86-64 and
-//! aarch64 is bit-identical.
+//! The fused implementations (AVX-512F, AVX2+FMA on x86-64, NEON on aarch64) compute `mul_add`
+//! lane by lane with one rounding per multiply-add. The kernels above them are shared, so the
+//! order of operations is the same too, and their output is bit-identical; the portable one
+//! rounds twice.
 
 /// # Safety
 /// `load` reads 8 floats at `p`; the caller guarantees they are in bounds. The AVX2
-/// implementation may only be used after run-time detection of AVX2 and FMA.
+/// implementation may only be used after run-time detection of AVX2 and FMA, the AVX-512 one
+/// after detection of AVX-512F.
 pub(super) trait F32x8: Copy {
     unsafe fn zero() -> Self;
     unsafe fn splat(v: f32) -> Self;
