@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -159,3 +162,41 @@ def test_resamplers_run_in_parallel_threads() -> None:
         t.join()
     for got in results:
         np.testing.assert_array_equal(got, expected)
+
+
+KERNEL_CHECK = """
+import sys
+import numpy as np
+from voxwire.audio import Resampler, resampler_kernel
+x = np.frombuffer(sys.stdin.buffer.read(), dtype=np.int16)
+r = Resampler(24000, 48000)
+y = np.concatenate([r.process(x), r.flush()])
+sys.stdout.buffer.write(resampler_kernel().encode() + b"\\n" + y.tobytes())
+"""
+
+
+def run_with_kernel(kernel: str | None) -> tuple[str, np.ndarray]:
+    env = {k: v for k, v in os.environ.items() if k != "VOXWIRE_RESAMPLER_KERNEL"}
+    if kernel is not None:
+        env["VOXWIRE_RESAMPLER_KERNEL"] = kernel
+    p = subprocess.run(
+        [sys.executable, "-c", KERNEL_CHECK],
+        input=SIGNAL.tobytes(),
+        capture_output=True,
+        env=env,
+        check=True,
+        timeout=60,
+    )
+    name, _, pcm = p.stdout.partition(b"\n")
+    return name.decode(), np.frombuffer(pcm, dtype=np.int16)
+
+
+def test_kernel_override_picks_portable_and_it_stays_within_one_lsb() -> None:
+    """VOXWIRE_RESAMPLER_KERNEL (for benchmarks) picks a kernel the CPU runs; the portable one
+    (no FMA) is within 1 LSB of the fused kernel the CPU selects. An unknown name is ignored."""
+    best, y_best = run_with_kernel(None)
+    portable, y_portable = run_with_kernel("portable")
+    assert portable == "portable"
+    assert len(y_best) == len(y_portable) > 2 * len(SIGNAL)
+    assert np.abs(y_best.astype(np.int32) - y_portable).max() <= 1
+    assert run_with_kernel("no-such-kernel")[0] == best

@@ -11,7 +11,7 @@ pub fn to_mono(interleaved: &[i16], channels: usize, out: &mut [i16]) -> Result<
     if channels == 0 || channels > crate::MAX_CHANNELS {
         return Err(MixError::Config(ConfigError::InvalidChannels { value: channels }));
     }
-    if interleaved.len() % channels != 0 {
+    if !interleaved.len().is_multiple_of(channels) {
         return Err(MixError::Process(ProcessError::PartialFrame {
             len_samples: interleaved.len(),
             channels,

@@ -18,7 +18,7 @@ pub enum Pcm<'a> {
 impl<'a> Pcm<'a> {
     /// View little-endian bytes as PCM16; fails on an odd length.
     pub fn from_le_bytes(bytes: &'a [u8]) -> Result<Self, ProcessError> {
-        if bytes.len() % 2 != 0 {
+        if !bytes.len().is_multiple_of(2) {
             return Err(ProcessError::OddByteLength { len_bytes: bytes.len() });
         }
         Ok(Pcm::LeBytes(bytes))

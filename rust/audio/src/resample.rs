@@ -37,10 +37,17 @@
 //!
 //! ## Speed
 //!
-//! The per-output dot products run in a kernel compiled twice: portable, and with AVX2+FMA
-//! selected at run time on x86-64 (NEON is baseline on aarch64, so the portable kernel already
-//! vectorises there). The choice is made once at construction; a given machine always computes
-//! the same bits.
+//! The per-output dot products run in one kernel compiled per instruction set (lanes in
+//! [`simd`]), chosen once per process: AVX-512F (lane layout 16 outputs wide; the dot layout
+//! stays on AVX2) or AVX2+FMA on x86-64, selected at run time; NEON on aarch64 (baseline
+//! there, no detection); portable Rust elsewhere. The fused kernels (AVX-512, AVX2+FMA, NEON)
+//! round once per multiply-add, each output summing its taps in the same order, so every
+//! x86-64 with AVX2 and every aarch64 gives bit-identical output; the portable kernel (no FMA)
+//! differs from them by at most 1 LSB. `resample/kernel_tests.rs` checks both.
+//!
+//! In the lane layout accumulators are staged in output order and converted to int16 in one
+//! pass the compiler vectorises; for 24 -> 48 kHz (two outputs per input, one phase a pure
+//! delay) that per-output cost was as large as the filtering.
 
 // The kernels walk several parallel arrays (accumulators, pointers, rows) by one index.
 #![allow(clippy::needless_range_loop)]
@@ -157,7 +164,7 @@ fn design(in_rate_hz: u32, out_rate_hz: u32, l: usize, m: usize, quality: Qualit
     // An odd length puts the centre on a prototype sample. When the cutoff is fs_proto / (2L')
     // (2:1 and 3:1 conversions), the sinc's zeros then land exactly on whole phases, which the
     // lane layout skips: one phase becomes a pure delay.
-    let n = if slots % 2 == 0 { slots - 1 } else { slots };
+    let n = if slots.is_multiple_of(2) { slots - 1 } else { slots };
     let fs_proto = f64::from(in_rate_hz) * l as f64;
     let wc = 2.0 * cutoff_hz / fs_proto; // normalised so that sinc(wc * t) has its first zero at 1/wc
     let centre = (n - 1) as f64 / 2.0;
@@ -260,6 +267,9 @@ pub struct Resampler {
     segments: Vec<Segment>,
     /// Per phase, its range in `segments`.
     phase_segments: Vec<(usize, usize)>,
+    /// Lane layout: accumulators in output order (`STAGE_OUTPUTS` + `SLACK`), converted to the
+    /// output type in one vectorised pass instead of lane by lane.
+    stage: Vec<f32>,
     /// Index in `buf` of the newest input the next output needs.
     next_idx: usize,
     /// Phase (row) of the next output.
@@ -276,26 +286,58 @@ enum Kernel {
     Portable,
     #[cfg(target_arch = "x86_64")]
     Avx2Fma,
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    #[cfg(target_arch = "aarch64")]
+    Neon,
 }
 
-/// Name of the kernel the resampler uses on this CPU: `"avx2+fma"` or `"portable"`.
+/// Name of the kernel the resampler uses on this CPU: `"avx512"`, `"avx2+fma"`, `"neon"` or
+/// `"portable"` (see [`Kernel::detect`] for the override).
 pub fn kernel_name() -> &'static str {
-    match Kernel::detect() {
-        Kernel::Portable => "portable",
-        #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2Fma => "avx2+fma",
-    }
+    Kernel::detect().name()
 }
 
 impl Kernel {
+    /// The best kernel this CPU runs, unless `VOXWIRE_RESAMPLER_KERNEL` names another one it
+    /// runs (for benchmarks and tests: `portable`, `avx2+fma`, `avx512`, `neon`). Read once.
     fn detect() -> Self {
+        static CHOSEN: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+        *CHOSEN.get_or_init(|| {
+            let supported = Kernel::supported();
+            let wanted = std::env::var("VOXWIRE_RESAMPLER_KERNEL").ok();
+            supported.iter().copied().find(|k| wanted.as_deref() == Some(k.name())).unwrap_or(supported[0])
+        })
+    }
+
+    /// The kernels this CPU can run, best first.
+    fn supported() -> Vec<Kernel> {
+        let mut all = vec![Kernel::Portable];
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-                return Kernel::Avx2Fma;
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx2") && has!("fma") {
+                all.insert(0, Kernel::Avx2Fma);
+                if has!("avx512f") {
+                    all.insert(0, Kernel::Avx512);
+                }
             }
         }
-        Kernel::Portable
+        #[cfg(target_arch = "aarch64")]
+        all.insert(0, Kernel::Neon);
+        all
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Kernel::Portable => "portable",
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2Fma => "avx2+fma",
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => "avx512",
+            #[cfg(target_arch = "aarch64")]
+            Kernel::Neon => "neon",
+        }
     }
 }
 
@@ -363,6 +405,7 @@ impl Resampler {
             phase: 0,
             consumed: 0,
             produced: 0,
+            stage: if l <= LANE_LAYOUT_MAX_PHASES { vec![0f32; STAGE_OUTPUTS + SLACK] } else { Vec::new() },
             lane_rows,
             segments,
             phase_segments,
@@ -538,11 +581,18 @@ impl Resampler {
             m: self.m,
             lanes,
         };
+        let stage = &mut self.stage;
         let n = match self.simd {
-            Kernel::Portable => produce_portable(&args, &mut st, out),
+            Kernel::Portable => produce_portable(&args, &mut st, out, stage),
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `Kernel::Avx2Fma` is only chosen after run-time detection of AVX2 and FMA.
-            Kernel::Avx2Fma => unsafe { produce_avx2(&args, &mut st, out) },
+            Kernel::Avx2Fma => unsafe { produce_avx2(&args, &mut st, out, stage) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Kernel::Avx512` is only chosen after run-time detection of AVX-512F,
+            // AVX2 and FMA.
+            Kernel::Avx512 => unsafe { produce_avx512(&args, &mut st, out, stage) },
+            #[cfg(target_arch = "aarch64")]
+            Kernel::Neon => produce_neon(&args, &mut st, out, stage),
         };
         self.next_idx = st.next_idx;
         self.phase = st.phase;
@@ -585,8 +635,11 @@ struct Args<'a> {
     lanes: bool,
 }
 
-/// Slack after the history buffer and after each de-interleaved stream, in samples.
+/// Slack after the history buffer, after each de-interleaved stream and after the stage, in
+/// samples: room for the lanes past the last real output of a vector (at most 15).
 const SLACK: usize = 2 * LANES;
+/// Outputs the lane layout computes per pass into the stage.
+const STAGE_OUTPUTS: usize = 2048;
 
 /// An output sample type: the accumulator is in int16 units.
 pub trait OutSample: Copy + Default {
@@ -615,100 +668,18 @@ fn to_i16(y: f32) -> i16 {
     // Adding and removing 1.5 * 2^23 leaves an integer in f32's default rounding mode; the clamp
     // first keeps it inside the range where that trick is exact.
     const MAGIC: f32 = 12_582_912.0;
-    let c = y.clamp(-32768.0, 32767.0);
-    ((c + MAGIC) - MAGIC) as i16
+    // NaN (only reachable from NaN float input) becomes 0, as a saturating cast would make it.
+    let c = if y.is_nan() { 0.0 } else { y.clamp(-32768.0, 32767.0) };
+    let r = (c + MAGIC) - MAGIC;
+    // SAFETY: `r` is finite and a whole number in -32768..=32767, so it fits i16 exactly. The
+    // unchecked cast is what lets the compiler vectorise this (a saturating `as` does not).
+    unsafe { r.to_int_unchecked::<i16>() }
 }
 
 /// Eight f32 lanes: the one piece of the kernels that differs per instruction set.
-mod simd {
-    /// # Safety
-    /// `load` reads 8 floats at `p`; the caller guarantees they are in bounds. The AVX2
-    /// implementation may only be used after run-time detection of AVX2 and FMA.
-    pub(super) trait F32x8: Copy {
-        unsafe fn zero() -> Self;
-        unsafe fn splat(v: f32) -> Self;
-        unsafe fn load(p: *const f32) -> Self;
-        /// `self * b + c`, fused where the instruction set has it.
-        unsafe fn mul_add(self, b: Self, c: Self) -> Self;
-        unsafe fn to_array(self) -> [f32; 8];
-    }
+mod simd;
 
-    /// Plain Rust; with `FMA` it uses `f32::mul_add` (one rounding), for targets where that is
-    /// an instruction (aarch64).
-    #[derive(Clone, Copy)]
-    pub(super) struct Portable<const FMA: bool>([f32; 8]);
-
-    impl<const FMA: bool> F32x8 for Portable<FMA> {
-        #[inline(always)]
-        unsafe fn zero() -> Self {
-            Portable([0.0; 8])
-        }
-        #[inline(always)]
-        unsafe fn splat(v: f32) -> Self {
-            Portable([v; 8])
-        }
-        #[inline(always)]
-        unsafe fn load(p: *const f32) -> Self {
-            // SAFETY: the caller guarantees 8 readable floats at `p` (trait contract).
-            Portable(unsafe { p.cast::<[f32; 8]>().read_unaligned() })
-        }
-        #[inline(always)]
-        unsafe fn mul_add(self, b: Self, c: Self) -> Self {
-            let mut r = [0f32; 8];
-            for j in 0..8 {
-                r[j] = if FMA { self.0[j].mul_add(b.0[j], c.0[j]) } else { self.0[j] * b.0[j] + c.0[j] };
-            }
-            Portable(r)
-        }
-        #[inline(always)]
-        unsafe fn to_array(self) -> [f32; 8] {
-            self.0
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    pub(super) use avx2::Avx2;
-
-    #[cfg(target_arch = "x86_64")]
-    mod avx2 {
-        use std::arch::x86_64::*;
-
-        #[derive(Clone, Copy)]
-        pub(in super::super) struct Avx2(__m256);
-
-        impl super::F32x8 for Avx2 {
-            #[inline(always)]
-            unsafe fn zero() -> Self {
-                // SAFETY: AVX is present (trait contract: used only after detection).
-                Avx2(unsafe { _mm256_setzero_ps() })
-            }
-            #[inline(always)]
-            unsafe fn splat(v: f32) -> Self {
-                // SAFETY: as above.
-                Avx2(unsafe { _mm256_set1_ps(v) })
-            }
-            #[inline(always)]
-            unsafe fn load(p: *const f32) -> Self {
-                // SAFETY: 8 floats readable at `p` and AVX present (trait contract).
-                Avx2(unsafe { _mm256_loadu_ps(p) })
-            }
-            #[inline(always)]
-            unsafe fn mul_add(self, b: Self, c: Self) -> Self {
-                // SAFETY: FMA present (trait contract).
-                Avx2(unsafe { _mm256_fmadd_ps(self.0, b.0, c.0) })
-            }
-            #[inline(always)]
-            unsafe fn to_array(self) -> [f32; 8] {
-                let mut r = [0f32; 8];
-                // SAFETY: `r` has room for 8 floats; AVX present.
-                unsafe { _mm256_storeu_ps(r.as_mut_ptr(), self.0) };
-                r
-            }
-        }
-    }
-}
-
-use simd::F32x8;
+use simd::{F32x8, LaneVec};
 
 /// Outputs processed together, so that several FMA dependency chains are in flight.
 const GROUP: usize = 4;
@@ -834,22 +805,22 @@ unsafe fn dot_same_phase<V: F32x8, O: OutSample, const G: usize>(
     }
 }
 
-/// Lane layout (few phases): a vector holds outputs `n, n+L, ..., n+7L`, which share a phase
+/// Lane layout (few phases): a vector holds outputs `n, n+L, ..., n+(W-1)L`, which share a phase
 /// and whose windows start `M` inputs apart. Each lane sums its taps in one fixed order, so an
 /// output's bits do not depend on which vector or which call computed it.
 ///
 /// Reads go through `streams`, the input de-interleaved by `M` (stream `r`, position `q` holds
-/// input `q*M + r`; for `M = 1` the history itself), so that the 8 lanes of one tap are
+/// input `q*M + r`; for `M = 1` the history itself), so that the W lanes of one tap are
 /// contiguous. Taps are visited in runs of equal `k mod M` (see [`lane_order`]), so the inner
 /// loop walks one stream. Vectors are batched `GROUP` at a time within one phase, so a batch
 /// shares its runs — and a phase that is a pure delay costs one tap.
 #[inline(always)]
-unsafe fn lane_groups<V: F32x8, O: OutSample>(a: &Args<'_>, st: &State, count: usize, out: &mut [O]) {
+unsafe fn lane_groups<V: LaneVec>(a: &Args<'_>, st: &State, count: usize, stage: &mut [f32]) {
     let (l, m, taps) = (a.l, a.m, a.taps);
-    let block = LANES * l;
+    let block = V::W * l;
     let base = if m == 1 { a.buf.as_ptr() } else { a.streams.as_ptr() };
     for slot in 0..l.min(count) {
-        // Vectors of this slot start at outputs slot, slot + 8L, slot + 16L, ...
+        // Vectors of this slot start at outputs slot, slot + WL, slot + 2WL, ...
         let vectors = (count - slot).div_ceil(block);
         let (p, idx0) = locate(a, st, slot);
         let (s0, s1) = a.phase_segments[p];
@@ -859,18 +830,19 @@ unsafe fn lane_groups<V: F32x8, O: OutSample>(a: &Args<'_>, st: &State, count: u
             let mut pos = [0usize; GROUP];
             for (g, pg) in pos.iter_mut().enumerate() {
                 // Past the last vector, repeat it; the duplicate is computed and dropped.
-                // Vectors 8L outputs apart have windows 8M inputs apart.
-                let idx = idx0 + (vi + g).min(vectors - 1) * LANES * m;
+                // Vectors WL outputs apart have windows WM inputs apart.
+                let idx = idx0 + (vi + g).min(vectors - 1) * V::W * m;
                 *pg = idx + 1 - taps; // oldest input of lane 0's window
-                                      // Lane 0 is a real output, so its window ends inside the valid data; lanes 1..8
-                                      // reach at most 7 positions further in their stream, inside the slack.
+                                      // Lane 0 is a real output, so its window ends inside the valid data; the other
+                                      // lanes reach at most W - 1 <= 15 positions further in their stream, inside
+                                      // the slack (SLACK = 16).
                 if m == 1 {
-                    assert!(idx + LANES <= a.buf.len());
+                    assert!(idx + V::W <= a.buf.len());
                 } else {
-                    assert!(idx / m + LANES < a.stride && m * a.stride <= a.streams.len());
+                    assert!(idx / m + V::W < a.stride && m * a.stride <= a.streams.len());
                 }
             }
-            // SAFETY: F32x8 contract (dispatch in `produce`).
+            // SAFETY: LaneVec contract (dispatch in `produce`).
             let mut acc = [unsafe { V::zero() }; GROUP];
             for seg in segs {
                 let mut ptr = [std::ptr::null::<f32>(); GROUP];
@@ -882,10 +854,10 @@ unsafe fn lane_groups<V: F32x8, O: OutSample>(a: &Args<'_>, st: &State, count: u
                 }
                 let c = &a.lane_rows[seg.coef..seg.coef + seg.len];
                 for (t, &ct) in c.iter().enumerate() {
-                    // SAFETY: F32x8 contract.
+                    // SAFETY: LaneVec contract.
                     let cv = unsafe { V::splat(ct) };
                     for g in 0..GROUP {
-                        // SAFETY: lanes read stream positions q/m + t0 + t .. + 8, inside the
+                        // SAFETY: lanes read stream positions q/m + t0 + t .. + W, inside the
                         // stream by the assertions above.
                         acc[g] = unsafe { cv.mul_add(V::load(ptr[g].add(t)), acc[g]) };
                     }
@@ -893,10 +865,19 @@ unsafe fn lane_groups<V: F32x8, O: OutSample>(a: &Args<'_>, st: &State, count: u
             }
             for g in 0..GROUP.min(vectors - vi) {
                 let n0 = slot + (vi + g) * block;
-                // SAFETY: F32x8 contract.
-                let v = unsafe { acc[g].to_array() };
-                for (j, &y) in v.iter().enumerate().take((count - n0).div_ceil(l).min(LANES)) {
-                    out[n0 + j * l] = O::from_acc(y);
+                if l == 1 {
+                    // Consecutive outputs: store the vector as it is. Lanes past `count` land
+                    // in the stage's slack or beyond this pass's outputs, and are never read.
+                    assert!(n0 + V::W <= stage.len());
+                    // SAFETY: LaneVec contract; W floats writable at `n0` (asserted).
+                    unsafe { acc[g].store(stage.as_mut_ptr().add(n0)) };
+                } else {
+                    let mut v = [0f32; 16];
+                    // SAFETY: LaneVec contract; `v` has room for W <= 16 floats.
+                    unsafe { acc[g].store(v.as_mut_ptr()) };
+                    for (j, &y) in v.iter().enumerate().take((count - n0).div_ceil(l).min(V::W)) {
+                        stage[n0 + j * l] = y;
+                    }
                 }
             }
             vi += GROUP;
@@ -905,15 +886,31 @@ unsafe fn lane_groups<V: F32x8, O: OutSample>(a: &Args<'_>, st: &State, count: u
 }
 
 #[inline(always)]
-unsafe fn produce_with<V: F32x8, O: OutSample>(a: &Args<'_>, st: &mut State, out: &mut [O]) -> usize {
+unsafe fn produce_with<V: LaneVec, D: F32x8, O: OutSample>(
+    a: &Args<'_>,
+    st: &mut State,
+    out: &mut [O],
+    stage: &mut [f32],
+) -> usize {
     let count = available(a, st, out.len());
     if count > 0 {
         if a.lanes {
-            // SAFETY: forwarded F32x8 contract.
-            unsafe { lane_groups::<V, O>(a, st, count, out) };
+            // In passes of at most STAGE_OUTPUTS: each output is computed on its own, so where
+            // a pass starts changes no bits.
+            let mut done = 0;
+            while done < count {
+                let n = (count - done).min(STAGE_OUTPUTS);
+                let (phase, next_idx) = locate(a, st, done);
+                // SAFETY: forwarded LaneVec contract; the stage holds STAGE_OUTPUTS + SLACK.
+                unsafe { lane_groups::<V>(a, &State { next_idx, phase }, n, stage) };
+                for (o, &y) in out[done..done + n].iter_mut().zip(&stage[..n]) {
+                    *o = O::from_acc(y);
+                }
+                done += n;
+            }
         } else {
             // SAFETY: forwarded F32x8 contract.
-            unsafe { dot_groups::<V, O>(a, st, count, out) };
+            unsafe { dot_groups::<D, O>(a, st, count, out) };
         }
         let (p, idx) = locate(a, st, count);
         st.phase = p;
@@ -922,17 +919,39 @@ unsafe fn produce_with<V: F32x8, O: OutSample>(a: &Args<'_>, st: &mut State, out
     count
 }
 
-fn produce_portable<O: OutSample>(a: &Args<'_>, st: &mut State, out: &mut [O]) -> usize {
-    // aarch64 has fused multiply-add in its baseline, so use it there.
+fn produce_portable<O: OutSample>(a: &Args<'_>, st: &mut State, out: &mut [O], stage: &mut [f32]) -> usize {
     // SAFETY: the portable lanes need no CPU feature; bounds are checked inside.
-    unsafe { produce_with::<simd::Portable<{ cfg!(target_arch = "aarch64") }>, O>(a, st, out) }
+    unsafe { produce_with::<simd::Portable, simd::Portable, O>(a, st, out, stage) }
+}
+
+#[cfg(target_arch = "aarch64")]
+fn produce_neon<O: OutSample>(a: &Args<'_>, st: &mut State, out: &mut [O], stage: &mut [f32]) -> usize {
+    // SAFETY: NEON is baseline on aarch64 (no detection needed); bounds are checked inside.
+    unsafe { produce_with::<simd::Neon, simd::Neon, O>(a, st, out, stage) }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn produce_avx2<O: OutSample>(a: &Args<'_>, st: &mut State, out: &mut [O]) -> usize {
+unsafe fn produce_avx2<O: OutSample>(
+    a: &Args<'_>,
+    st: &mut State,
+    out: &mut [O],
+    stage: &mut [f32],
+) -> usize {
     // SAFETY: this function is only called after run-time detection of AVX2 and FMA.
-    unsafe { produce_with::<simd::Avx2, O>(a, st, out) }
+    unsafe { produce_with::<simd::Avx2, simd::Avx2, O>(a, st, out, stage) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn produce_avx512<O: OutSample>(
+    a: &Args<'_>,
+    st: &mut State,
+    out: &mut [O],
+    stage: &mut [f32],
+) -> usize {
+    // SAFETY: this function is only called after run-time detection of AVX-512F, AVX2 and FMA.
+    unsafe { produce_with::<simd::Avx512, simd::Avx2, O>(a, st, out, stage) }
 }
 
 /// Fill the de-interleaved streams (lane layout, `M > 1`) from `buf[..filled]`.
@@ -962,6 +981,9 @@ fn deinterleave(buf: &[f32], filled: usize, m: usize, stride: usize, streams: &m
         streams[r * stride + whole / m] = v;
     }
 }
+
+#[cfg(test)]
+mod kernel_tests;
 
 #[cfg(test)]
 mod tests {

@@ -240,7 +240,7 @@ proptest! {
                     let it = &m.items[i];
                     let got = clk.push(&it.id, it.content_index, hz(it.rate_hz), Pcm::Samples(&samples));
                     prop_assert_eq!(got as u64, n);
-                    m.queue.extend(std::iter::repeat(i).take(n as usize));
+                    m.queue.extend(std::iter::repeat_n(i, n as usize));
                     m.pushed += n;
                     let it = &mut m.items[i];
                     it.queued += n;
