@@ -96,7 +96,7 @@ fn run(aec: &mut EchoCanceller, mic: &[i16], far: &[i16], chunk: usize) -> Vec<f
         aec.process(m, r, o).unwrap();
     }
     let lag = aec.latency_samples();
-    out[lag..].iter().map(|&v| f64::from(v)).chain(std::iter::repeat(0.0).take(lag)).collect()
+    out[lag..].iter().map(|&v| f64::from(v)).chain(std::iter::repeat_n(0.0, lag)).collect()
 }
 
 fn config() -> EchoConfig {
