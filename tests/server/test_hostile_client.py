@@ -72,12 +72,18 @@ def test_an_input_audio_flood_stops_at_the_buffer_bound() -> None:
                 "flood",
             )
             assert "holds 15728640 bytes and at most 15728640 bytes (15 MiB)" in error["message"]
+            # Further appends are dropped without another error (one per overflow): the next
+            # error the client sees is the one for a malformed event sent after them.
+            for _ in range(20):
+                await client.send({"type": "input_audio_buffer.append", "audio": "AAAA"})
+            after = await error_for(client, '{"type": {"not": "text"}, "event_id": "bad"}')
+            assert after["event_id"] == "bad"
             # A commit empties the buffer: appends are taken again.
             await client.send({"type": "input_audio_buffer.commit"})
             await client.until("conversation.item.done")
             await client.send({"type": "input_audio_buffer.append", "audio": chunk})
             await client.say("hello")
-            assert not [e for e in client.received if e["type"] == "error"][1:]
+            assert not [e for e in client.received if e["type"] == "error"][2:]
 
     run(body())
 

@@ -36,6 +36,10 @@ class InputAudioBuffer:
         self._data = bytearray()
         self._start_samples = 0  # timeline position of the first byte in the buffer
         self._timeline_samples = 0  # every sample ever appended
+        # The buffer overflowed since the last commit or clear: the first dropped append got an
+        # error; the next ones are dropped without one, so a client flooding audio (and reading
+        # nothing) does not make the server queue an error per append it refuses.
+        self._overflowed = False
 
     @property
     def sample_format(self) -> SampleFormat:
@@ -69,11 +73,15 @@ class InputAudioBuffer:
                 param="audio",
             )
         if len(self._data) + len(audio) > MAX_BUFFER_BYTES:
+            if self._overflowed:
+                return
+            self._overflowed = True
             raise ServerError(
                 "input_audio_buffer_full",
                 f"Input audio buffer is full: it holds {len(self._data)} bytes and at most "
                 f"{MAX_BUFFER_BYTES} bytes (15 MiB); this append of {len(audio)} bytes was "
-                "dropped. Commit (input_audio_buffer.commit) or clear the buffer first.",
+                "dropped, and so are the next ones (without another error) until the buffer is "
+                "committed (input_audio_buffer.commit) or cleared.",
                 param="audio",
             )
         self._data += audio
@@ -106,4 +114,5 @@ class InputAudioBuffer:
 
     def clear(self) -> None:
         self._data.clear()
+        self._overflowed = False
         self._start_samples = self._timeline_samples
