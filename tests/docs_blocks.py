@@ -186,8 +186,39 @@ async def _local_service(wanted: bool) -> AsyncIterator[None]:
             endpoint.DEFAULT_URL = hosted
 
 
+def pace_the_null_microphone() -> None:
+    """The null-device recipe's capture (a file plugin reading /dev/zero) delivers blocks as
+    fast as PortAudio asks, not in real time as a microphone does; the flood of silence would
+    starve the session and the local server sharing this process. Here each block is handed on
+    no earlier than a real microphone would deliver it (the test harness's stand-in for the
+    device's clock; nothing of voxwire changes)."""
+    import time
+
+    from voxwire.audio import devices
+
+    start = devices.SoundDeviceInput.start
+
+    def paced_start(self: Any, callback: Any) -> None:
+        began = time.monotonic()
+        delivered = 0
+
+        def paced(block: Any) -> None:
+            nonlocal delivered
+            delivered += len(block)
+            due = began + delivered / self.rate_hz
+            wait = due - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            callback(block)
+
+        start(self, paced)
+
+    devices.SoundDeviceInput.start = paced_start  # type: ignore[method-assign]
+
+
 def main(argv: list[str]) -> int:
     """``python -m tests.docs_blocks PAGE LINE``: run one block here (a child process)."""
+    pace_the_null_microphone()
     page, line = Path(argv[0]).resolve(), int(argv[1])
     (block,) = [b for b in blocks(page) if b.line == line]
     asyncio.run(run_block(block))
