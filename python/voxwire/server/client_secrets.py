@@ -26,11 +26,11 @@ import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Final
 
 from voxwire.server.core.config import DEFAULT_MODEL, apply_update, default_session
 from voxwire.server.core.errors import ServerError
+from voxwire.server.listening import StartsAndCloses
 
 __all__ = ["ClientSecrets", "HttpRequest", "parse_request_head"]
 
@@ -85,7 +85,7 @@ def _error(status: int, code: str | None, message: str, param: str | None = None
 Answer = tuple[int, dict[str, Any]]
 
 
-class ClientSecrets:
+class ClientSecrets(StartsAndCloses):
     """Mints keys for a :class:`~voxwire.server.RealtimeServer` and serves the endpoint.
 
     ``token``: the server's token (minting needs it when set). ``clock``: seconds since the
@@ -161,18 +161,6 @@ class ClientSecrets:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
-
-    async def __aenter__(self) -> ClientSecrets:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     @property
     def base_url(self) -> str:

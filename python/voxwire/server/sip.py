@@ -23,7 +23,6 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -34,6 +33,7 @@ from websockets.exceptions import ConnectionClosed
 from voxwire.protocol.sip import sign_webhook
 from voxwire.server.connection import ConnectionSettings, RealtimeConnection
 from voxwire.server.core.calls import Call, CallBook, RestAnswer, unauthorized
+from voxwire.server.listening import StartsAndCloses
 from voxwire.server.phone import Caller, PhoneLine
 from voxwire.server.server import RealtimeServer
 
@@ -97,7 +97,7 @@ class PhoneCall:
         return self.call.state
 
 
-class SipTrunk:
+class SipTrunk(StartsAndCloses):
     """Rings ``server``'s emulated phone number: ``await trunk.call(caller)`` announces a call to
     ``webhook_url`` signed with ``secret``; the application answers on :attr:`api_base_url`."""
 
@@ -146,18 +146,6 @@ class SipTrunk:
         if self._listener is not None:
             await self._listener.wait_closed()
             self._listener = None
-
-    async def __aenter__(self) -> SipTrunk:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     @property
     def api_base_url(self) -> str:
