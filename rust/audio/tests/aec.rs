@@ -2,35 +2,13 @@
 //! response), speech-like far-end bursts, double-talk, bad parameters, chunking, and that
 //! processing allocates nothing.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use voxwire_audio::{ConfigError, EchoCanceller, EchoConfig, ProcessError};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded to the system allocator unchanged; we only count.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller upholds `alloc`'s contract, which we pass on as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller upholds `dealloc`'s contract, which we pass on as is.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller upholds `realloc`'s contract, which we pass on as is.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "common/counting.rs"]
+mod counting;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting::Counting = counting::Counting;
 
 const RATE: usize = 16_000;
 
@@ -145,14 +123,14 @@ fn chunk_sizes_do_not_change_the_output_and_nothing_allocates() {
     let mut b = EchoCanceller::new(config()).unwrap();
     let mut out_a = vec![0i16; n];
     let mut out_b = vec![0i16; n];
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = counting::allocations();
     for ((m, r), o) in mic.chunks(160).zip(far.chunks(160)).zip(out_a.chunks_mut(160)) {
         a.process(m, r, o).unwrap();
     }
     for ((m, r), o) in mic.chunks(37).zip(far.chunks(37)).zip(out_b.chunks_mut(37)) {
         b.process(m, r, o).unwrap();
     }
-    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), before, "processing allocated");
+    assert_eq!(counting::allocations(), before, "processing allocated");
     assert_eq!(out_a, out_b);
 }
 

@@ -3,37 +3,16 @@
 //! tracks. Counted with a global allocator wrapper; this binary has a single test (which runs
 //! the checks one after another), so nothing else allocates while it counts.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use voxwire_audio::playback::PlaybackClock;
 use voxwire_audio::{ring, Pcm, Quality, Resampler};
 
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded to the system allocator unchanged; we only count.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller upholds `alloc`'s contract, which we pass on as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller upholds `dealloc`'s contract, which we pass on as is.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller upholds `realloc`'s contract, which we pass on as is.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "common/counting.rs"]
+mod counting;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting::Counting = counting::Counting;
 
 #[test]
 fn hot_paths_do_not_allocate() {
@@ -52,7 +31,7 @@ fn push_pop_and_clock_push_do_not_allocate() {
     let mut clock = PlaybackClock::new(clock_p, 24_000).unwrap();
     clock.push("item_a", 0, rate, Pcm::Samples(&chunk)); // the item's record: allocated once
 
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = counting::allocations();
     for i in 0..2000 {
         // Wraps the storage many times, meets full (push refused) and empty (silence).
         p.push(&chunk);
@@ -70,7 +49,7 @@ fn push_pop_and_clock_push_do_not_allocate() {
         clock_c.pop_or_silence(&mut out);
         clock.drop_finished();
     }
-    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), before, "the hot path allocated");
+    assert_eq!(counting::allocations(), before, "the hot path allocated");
     assert!(p.monitor().overrun_samples() > 0 && c.monitor().underrun_samples() > 0);
     assert_eq!(clock.played("item_a", 0).unwrap().queued_samples, 480 * 2001);
 }
@@ -89,13 +68,13 @@ fn process_and_flush_do_not_allocate() {
             let chunk: Vec<i16> = (0..a / 50).map(|i| (i * 37 % 20_000) as i16).collect();
             let bytes: Vec<u8> = chunk.iter().flat_map(|v| v.to_le_bytes()).collect();
             let mut out = vec![0i16; 8192];
-            let before = ALLOCATIONS.load(Ordering::Relaxed);
+            let before = counting::allocations();
             for _ in 0..200 {
                 r.process_into(Pcm::Samples(&chunk), &mut out).unwrap();
                 r.process_into(Pcm::LeBytes(&bytes), &mut out).unwrap();
             }
             r.flush_into(&mut out).unwrap();
-            assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), before, "{a}->{b} {q:?} allocated");
+            assert_eq!(counting::allocations(), before, "{a}->{b} {q:?} allocated");
         }
     }
 }
