@@ -323,6 +323,8 @@ class AudioOutput:
         return ring_start, got
 
     def _apply_control(self) -> None:
+        if self._control is None:  # the common case: no lock taken on the device's thread
+            return  # (a request made meanwhile is applied by the next pull)
         with self._lock:
             control, self._control = self._control, None
             if control == "pause" and not self._paused:
