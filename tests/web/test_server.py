@@ -208,3 +208,61 @@ def test_a_bad_agent_spec_says_what_is_wrong(spec: str, message: str) -> None:
     with pytest.raises(SystemExit, match=message):
         load_agent(spec)
     assert load_agent("voxwire.demo.script:agents")().name == "Concierge"
+
+
+def _hostile_page_messages(seed: int, count: int) -> list[str | bytes]:
+    """Seeded garbage a page could send: mutated commands, wrong types, non-finite and huge
+    numbers, deep nesting, odd and oversized audio frames, bytes that are not UTF-8."""
+    rng = np.random.default_rng(seed)
+    values: list[Any] = [None, True, -1, 2**70, 1e308, "x" * 5000, [], {}, [[[[]]]], "played"]
+    kinds = ["played", "mute", "interrupt", "text", "hello", "launch", 7, None, ["played"]]
+    out: list[str | bytes] = []
+    for _ in range(count):
+        pick = int(rng.integers(0, 6))
+        if pick == 0:
+            message = {"type": kinds[int(rng.integers(0, len(kinds)))]}
+            for key in ("position", "muted", "text"):
+                if rng.random() < 0.6:
+                    message[key] = values[int(rng.integers(0, len(values)))]
+            out.append(json.dumps(message))
+        elif pick == 1:
+            out.append(
+                '{"type": "played", "position": '
+                + ["NaN", "Infinity", "-Infinity"][int(rng.integers(0, 3))]
+                + "}"
+            )
+        elif pick == 2:
+            out.append("[" * 5000 + "]" * 5000)
+        elif pick == 3:
+            out.append(bytes(rng.integers(0, 256, int(rng.integers(1, 8)) * 2 + 1, dtype=np.uint8)))
+        elif pick == 4:
+            out.append(bytes(48_000 * 2 + 2))  # over a second of audio in one frame
+        else:
+            out.append(
+                bytes(rng.integers(0, 256, int(rng.integers(1, 200)), dtype=np.uint8)).decode(
+                    "latin-1"
+                )
+            )
+    return out
+
+
+def test_hostile_page_messages_never_end_the_tab() -> None:
+    """Hundreds of seeded hostile messages from the page: each is noted (or acted on) and the
+    tab goes on — a text message afterwards still reaches the session."""
+    hostile = _hostile_page_messages(seed=20261125, count=300)
+
+    async def body() -> None:
+        async with web_for_local_server() as web:
+            origin = f"http://127.0.0.1:{web.port}"
+            async with connect(f"ws://127.0.0.1:{web.port}/talk", origin=origin) as ws:  # type: ignore[arg-type]
+                chunks: list[bytes] = []
+                await ws.send(json.dumps({"type": "hello", "rate_hz": 48_000}))
+                await _next_json(ws, "hello", chunks)
+                for message in hostile:
+                    await ws.send(message)
+                await ws.send(json.dumps({"type": "text", "text": "still there?"}))
+                record = await _record(ws, "user_text", chunks)
+                assert record["text"] == "still there?"
+
+    run(body())
+    print(f"\nweb tab: {len(hostile)} hostile page messages, the tab went on")

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -181,8 +182,9 @@ class TabBridge:
             self._note_bad("a message that is not a JSON object")
             return
         kind = message.get("type")
-        if kind == "played" and isinstance(message.get("position"), int | float):
-            self._played(int(message["position"]))
+        position = message.get("position")
+        if kind == "played" and isinstance(position, int | float) and math.isfinite(position):
+            self._played(int(position))
         elif kind == "mute":
             self.session.mute(bool(message.get("muted", True)))
         elif kind == "interrupt":
@@ -238,6 +240,6 @@ def _parse(text: str) -> dict[str, Any] | None:
     """A JSON object from the page, or ``None``."""
     try:
         parsed = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return None
     return parsed if isinstance(parsed, dict) else None
