@@ -376,9 +376,11 @@ def _add_talk(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     tk.add_argument("--json", action="store_true", help="print the events as JSON lines")
     tk.add_argument(
         "--aec",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="cancel the speaker's echo in the microphone (speakerphones, laptops without "
-        "headphones; docs/audio-io.md)",
+        "headphones; docs/audio-io.md); default: on when the microphone and the speaker are "
+        "one device's, off for separate ones and anything worn on the head",
     )
     tk.set_defaults(func=_talk)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from voxwire.agents import RealtimeAgent
 from voxwire.asyncio import RealtimeSession
-from voxwire.audio import EchoCancelledInput, SoundDeviceInput, SoundDeviceOutput
+from voxwire.audio import EchoCancelledInput, SoundDeviceInput, SoundDeviceOutput, same_device
 from voxwire.console import Console
 from voxwire.exceptions import AudioDeviceError
 
@@ -57,8 +57,10 @@ class TalkOptions:
     input: str | None = None
     output: str | None = None
     json: bool = False
-    aec: bool = False
-    """Cancel the speaker's echo in the microphone (:class:`~voxwire.audio.EchoCancelledInput`)."""
+    aec: bool | None = None
+    """Cancel the speaker's echo in the microphone (:class:`~voxwire.audio.EchoCancelledInput`);
+    ``None``: when the microphone and the speaker are one device's
+    (:func:`~voxwire.audio.same_device`)."""
 
 
 def _device(spec: str | None) -> int | str | None:
@@ -72,7 +74,8 @@ async def talk(options: TalkOptions) -> None:
     speaker = SoundDeviceOutput(_device(options.output))
     started = time.monotonic()
     console = Console(lambda: time.monotonic() - started, json=options.json, states=True)
-    source = EchoCancelledInput(microphone, speaker.output) if options.aec else microphone
+    aec = same_device(microphone, speaker) if options.aec is None else options.aec
+    source = EchoCancelledInput(microphone, speaker.output) if aec else microphone
     session = RealtimeSession(
         AGENT, url=options.url, config=_CONFIG, audio_input=source, audio_output=speaker
     )
@@ -84,8 +87,7 @@ async def talk(options: TalkOptions) -> None:
                 "session",
                 f"talking to {session.url.split('?')[0]}: microphone {microphone.device_name!r} "
                 f"at {microphone.rate_hz} Hz, speaker {speaker.device_name!r} at "
-                f"{speaker.rate_hz} Hz{'; echo cancellation on' if options.aec else ''}; "
-                "Ctrl-C ends",
+                f"{speaker.rate_hz} Hz; {_echo_note(aec, options.aec)}; Ctrl-C ends",
                 url=session.url.split("?")[0],
                 microphone=microphone.device_name,
                 speaker=speaker.device_name,
@@ -107,6 +109,13 @@ async def talk(options: TalkOptions) -> None:
             interruptions=metrics.interruptions,
             underruns=speaker.output.underruns,
         )
+
+
+def _echo_note(on: bool, asked: bool | None) -> str:
+    why = "one device's microphone and speaker" if asked is None else "asked"
+    if not on:
+        why = "separate devices" if asked is None else "--no-aec"
+    return f"echo cancellation {'on' if on else 'off'} ({why})"
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import voxwire.asyncio.events as ev
 from voxwire.agents.agent import ResolvedAgent, ResolvedHandoff
+from voxwire.agents.input_guardrail import holds, turn_detection_on
 from voxwire.asyncio.agents.mcp import McpRunner
 from voxwire.asyncio.agents.switching import AgentSwitcher, UpdateWaiters
 from voxwire.asyncio.agents.tools import ToolRunner
@@ -276,7 +277,10 @@ class AgentHost:
             session._request_response(None, "tool_response")
         await session._pump.flush()
 
-    def answer(self) -> None:
+    def answer(self, item_id: str | None) -> None:
+        recovery = self._session._recovery
+        if recovery is not None and recovery.recovered(item_id):
+            return  # a cough or a backchannel the session resumed over: not a turn
         self._session._request_response(None, "response")
 
     def refuse(self, text: str) -> None:
@@ -319,6 +323,26 @@ class InputHost:
             return
         if session._interrupter.playing or session._protocol.responses_in_progress:
             session._interrupter.interrupt(None, cancel_response=True)
+
+
+class RecoveryHost:
+    """The session as false-interruption recovery sees it (asyncio/audio/recovery.py): it
+    answers the spoken turns while recovery holds ``create_response`` off."""
+
+    def __init__(self, session: SessionInside) -> None:
+        self._session = session
+        self.flush = session._pump.flush
+
+    def answers_turns(self) -> bool:
+        session = self._session
+        return (
+            turn_detection_on(session._protocol.session)
+            and session._switcher.hold.wanted
+            and not holds(session._switcher.agent)  # the input guardrails answer instead
+        )
+
+    def answer(self) -> None:
+        self._session._request_response(None, "response")
 
 
 class McpSessionHost:

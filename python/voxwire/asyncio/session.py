@@ -320,7 +320,9 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         )
         self._speech = SpeechTracker(lambda: self._protocol, emit, self._playback)
         self._mcp = hosts.mcp_runner(self)
-        self._recovery = recovery_part(options, self._interrupter, self._background, emit)
+        self._recovery = recovery_part(
+            options, self._interrupter, hosts.RecoveryHost(self), self._background, emit
+        )
         # The audio first (it plays as soon as it arrives), then what cuts it; speech handles
         # before the translated events, these before the agent features (a tool call starts
         # once its item is in the history), tracing, then metrics (after response_done).

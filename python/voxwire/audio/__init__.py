@@ -24,7 +24,8 @@
 * :class:`FalseInterruptionFilter` — pause on a local barge-in, then resume or cut
   (:mod:`voxwire.audio.recovery`)
 * :class:`SoundDeviceInput` / :class:`SoundDeviceOutput` — microphone and speaker through
-  sounddevice (``pip install 'voxwire[devices]'``)
+  sounddevice (``pip install 'voxwire[devices]'``); :func:`same_device` — whether a microphone
+  and a speaker are one device's (the microphone hears the speaker: cancel the echo)
 
 Every function here accepts PCM16 as ``bytes``, ``bytearray``, ``memoryview`` or a 1-D numpy
 ``int16`` array, and returns numpy ``int16`` arrays.
@@ -41,7 +42,13 @@ from voxwire._core import (
 )
 from voxwire.audio import g711
 from voxwire.audio.bargein import BargeInDetector
-from voxwire.audio.devices import SoundDeviceInput, SoundDeviceOutput, list_devices
+from voxwire.audio.devices import (
+    SoundDeviceInput,
+    SoundDeviceOutput,
+    list_devices,
+    one_device,
+    same_device,
+)
 from voxwire.audio.echo import EchoCancelledInput, EchoReference
 from voxwire.audio.input import AudioInput
 from voxwire.audio.output import AudioOutput, ItemTiming
@@ -76,8 +83,10 @@ __all__ = [
     "WavFileOutput",
     "g711",
     "list_devices",
+    "one_device",
     "read_wav",
     "resampler_kernel",
+    "same_device",
     "to_mono",
     "write_wav",
 ]

@@ -14,6 +14,7 @@ so this module can be imported without it.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from types import ModuleType
@@ -26,7 +27,7 @@ from voxwire.audio._pcm import Closing, check_channels, check_positive_ms, check
 from voxwire.audio.output import AudioOutput
 from voxwire.exceptions import AudioDeviceError
 
-__all__ = ["SoundDeviceInput", "SoundDeviceOutput", "list_devices"]
+__all__ = ["SoundDeviceInput", "SoundDeviceOutput", "list_devices", "one_device", "same_device"]
 
 Kind = Literal["input", "output"]
 Latency = Literal["low", "high"] | float
@@ -55,6 +56,47 @@ def list_devices(kind: Kind) -> list[tuple[int, str]]:
     sd = sounddevice_module()
     key = f"max_{kind}_channels"
     return [(int(d["index"]), str(d["name"])) for d in sd.query_devices() if d[key] > 0]
+
+
+# Words that name a direction or a role, not the hardware: "MacBook Pro Microphone" and
+# "MacBook Pro Speakers" are one device's two sides.
+_SIDES = frozenset(
+    {"microphone", "microphones", "mic", "mics", "speaker", "speakers", "input", "output", "in",
+     "out", "capture", "playback", "line", "analog", "digital", "stereo", "mono", "array"}
+)  # fmt: skip
+# Hardware worn on the head: its microphone does not hear its speaker.
+_WORN = ("headphone", "headset", "earphone", "earbud", "airpods", "buds", "hands-free", "handsfree")
+_ALSA_CARD = re.compile(r"\(hw:(\d+),")
+
+
+def _hardware(name: str) -> str:
+    words = re.findall(r"[a-z0-9]+", name.lower())
+    return " ".join(w for w in words if w not in _SIDES)
+
+
+def one_device(input_index: int, input_name: str, output_index: int, output_name: str) -> bool:
+    """Whether a microphone and a speaker are one device's, so the microphone hears the
+    speaker: the same PortAudio device (a duplex card, a USB speakerphone, the system's default
+    route), the same ALSA card (``(hw:N,…``), or names that differ only in direction words.
+    Anything worn on the head (a headset, headphones, earbuds) is not: its microphone does not
+    hear its speaker."""
+    names = (input_name.lower(), output_name.lower())
+    if any(worn in name for worn in _WORN for name in names):
+        return False
+    if input_index == output_index:
+        return True
+    cards = [_ALSA_CARD.search(name) for name in names]
+    if cards[0] is not None and cards[1] is not None:
+        return cards[0].group(1) == cards[1].group(1)
+    hardware = _hardware(input_name)
+    return bool(hardware) and hardware == _hardware(output_name)
+
+
+def same_device(microphone: SoundDeviceInput, speaker: SoundDeviceOutput) -> bool:
+    """:func:`one_device` for two opened-or-not sound devices."""
+    return one_device(
+        microphone.device_index, microphone.device_name, speaker.device_index, speaker.device_name
+    )
 
 
 def _resolve(kind: Kind, device: DeviceSpec) -> tuple[int, dict[str, Any]]:

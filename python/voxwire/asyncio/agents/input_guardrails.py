@@ -50,8 +50,9 @@ class InputGuardHost(Protocol):
 
     def emit(self, event: ev.SessionEvent) -> None: ...
 
-    def answer(self) -> None:
-        """Queue the gated ``response.create`` that answers the user (source ``response``)."""
+    def answer(self, item_id: str | None) -> None:
+        """Queue the gated ``response.create`` that answers the user's ``item_id`` (source
+        ``response``), unless the session took that turn for a false interruption."""
 
     def refuse(self, text: str) -> None:
         """Queue a gated response that says ``text`` (source ``guardrail``)."""
@@ -146,7 +147,7 @@ class InputGuardrailRunner:
     ) -> None:
         tripped = await run_guardrails(guardrails, agent, text, self._host.emit, "input")
         if not tripped:
-            self._host.answer()
+            self._host.answer(item_id)
         else:
             names = tuple(name for name, _ in tripped)
             refusal = self._refusal(names) if callable(self._refusal) else self._refusal

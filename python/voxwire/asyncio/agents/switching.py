@@ -118,6 +118,10 @@ class SwitchOptions(Protocol):
 
     def feedback_for(self, guardrails: Sequence[str]) -> str: ...
 
+    @property
+    def false_interruption(self) -> object | None:
+        """Set: the session decides which spoken turns are answered (asyncio/audio/recovery.py)."""
+
 
 class AgentSwitcher:
     """The active agent and every way it changes (see the module docstring)."""
@@ -137,6 +141,12 @@ class AgentSwitcher:
 
     def active(self) -> ResolvedAgent | None:
         return self.resolved
+
+    def _holding(self, agent: RealtimeAgent | None) -> bool:
+        """Whether the session asks for the answers to spoken turns itself (``create_response``
+        off on the wire): the agent has input guardrails, or false-interruption recovery is on
+        (a cough the server's VAD took for a turn must not get a reply)."""
+        return holds(agent) or self._options.false_interruption is not None
 
     async def resolve_initial(self) -> ResolvedAgent | None:
         """Everything dynamic about the first agent, settled before anything is sent for it."""
@@ -165,14 +175,14 @@ class AgentSwitcher:
         if self._options.tracing is not msgspec.UNSET:
             config = msgspec.structs.replace(config, tracing=self._options.tracing)
         agent = resolved.agent if resolved is not None else None
-        return self.hold.first_config(config, holding=holds(agent))
+        return self.hold.first_config(config, holding=self._holding(agent))
 
     def application_update(self, config: SessionConfig | Mapping[str, Any]) -> SessionConfig:
         """An application's ``session.update`` as it goes on the wire (``create_response``
         held off while the agent has input guardrails)."""
         if not isinstance(config, SessionConfig):
             config = SessionConfig.from_mapping(config)
-        return self.hold.application_update(config, holding=holds(self.agent))
+        return self.hold.application_update(config, holding=self._holding(self.agent))
 
     def resume_config(self, lost: SessionConfig | None) -> SessionConfig:
         """The first ``session.update`` of a resumed server session: as at ``connect()``, except
@@ -220,8 +230,8 @@ class AgentSwitcher:
         )
         config = self.hold.switch_config(
             config,
-            holding=holds(resolved.agent),
-            was_holding=holds(self.agent),
+            holding=self._holding(resolved.agent),
+            was_holding=self._holding(self.agent),
             current=self._host.session_config(),
         )
         await self._host.send_update(config, "the agent's configuration")

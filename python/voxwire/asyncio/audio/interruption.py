@@ -50,6 +50,10 @@ class Interrupter:
         """The audio output holds audio the listener has not heard yet."""
         return self._output is not None and self._output.unheard_samples > 0
 
+    def responses_in_progress(self) -> bool:
+        """The server is still producing a response (cancelled ones until their ``done``)."""
+        return bool(self._protocol().responses_in_progress)
+
     def on_server_event(self, event: se.ReceivedEvent) -> None:
         """Server VAD heard the user start speaking. If it cuts the response
         (``interrupt_response``), the server cancels it by itself; the client stops playback and

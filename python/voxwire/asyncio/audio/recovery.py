@@ -12,15 +12,24 @@ cutting it; the server's VAD and the user's transcript then decide.
   why. ``cut`` — a real turn: the session interrupts as today; the output reports what was heard
   up to the pause point, which is what ``conversation.item.truncate`` says (exact).
 
-The session decides the cut, so with recovery on the server must not cancel the response by
-itself when its VAD hears speech: the session sends ``interrupt_response: false`` (options.py).
+The session decides the cut and the answer, so with recovery on the server neither cancels the
+response when its VAD hears speech (the session sends ``interrupt_response: false``, options.py)
+nor answers a turn by itself (``create_response: false`` on the wire while the application
+wants it on: :class:`~voxwire.agents.input_guardrail.ResponseHold`). The session answers each
+turn the server commits (``input_audio_buffer.committed``) unless it was a recovered false
+interruption: at once for a turn with no onset (cancelling a response still in progress, as
+``interrupt_response`` would have), at the cut for a turn that interrupted the agent. Speech
+the server hears while the agent is audible and the local detector missed is an onset too.
+With input guardrails, their runner answers instead and asks :meth:`InterruptionRecovery.
+recovered` first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Final, Protocol
 
 import msgspec
@@ -40,10 +49,19 @@ from voxwire.protocol.config import (
     SessionConfig,
 )
 
-__all__ = ["POLL_S", "InterruptionRecovery", "recovery_part", "without_server_interruption"]
+__all__ = [
+    "POLL_S",
+    "InterruptionRecovery",
+    "RecoveryHost",
+    "recovery_part",
+    "without_server_interruption",
+]
 
 #: How often a pending onset's filter is asked for a due decision (its window and timeouts).
 POLL_S: Final = 0.05
+
+#: How many recovered turns' item ids are remembered for a late answer (input guardrails).
+_REMEMBERED: Final = 32
 
 
 def without_server_interruption(config: SessionConfig) -> SessionConfig:
@@ -66,13 +84,28 @@ def without_server_interruption(config: SessionConfig) -> SessionConfig:
     return msgspec.structs.replace(config, audio=msgspec.structs.replace(audio, input=inputs))
 
 
+class RecoveryHost(Protocol):
+    """What the recovery needs of the session besides the output and the interrupter."""
+
+    def answers_turns(self) -> bool:
+        """The recovery answers committed turns: turn detection is on, the application wants
+        the server's ``create_response``, and no input guardrails answer instead."""
+
+    def answer(self) -> None:
+        """Queue the gated ``response.create`` that answers the user."""
+
+    def flush(self) -> Awaitable[None]:
+        """Send what was queued (a cut or an answer decided off the receive path)."""
+
+
 class InterruptionRecovery:
-    """Pauses on a local onset and resumes or cuts (see the module docstring)."""
+    """Pauses on an onset and resumes or cuts; answers real turns (see the module docstring)."""
 
     server_event_types: Final = frozenset(
         {
             se.InputAudioBufferSpeechStarted,
             se.InputAudioBufferSpeechStopped,
+            se.InputAudioBufferCommitted,
             se.InputAudioTranscriptionCompleted,
         }
     )
@@ -82,6 +115,7 @@ class InterruptionRecovery:
         decider: FalseInterruptionFilter,
         output: AudioOutput,
         interrupter: Interrupter,
+        host: RecoveryHost,
         tasks: OwnedTasks,
         emit: Callable[[ev.SessionEvent], None],
         clock: Callable[[], float],
@@ -89,26 +123,41 @@ class InterruptionRecovery:
         self.decider = decider
         self._output = output
         self._interrupter = interrupter
+        self._host = host
         self._tasks = tasks
         self._emit = emit
         self._clock = clock
         self._paused_at_ms = 0.0
         self._poller: asyncio.Task[None] | None = None
         # When server VAD's current speech began (None: it hears none now): the server may
-        # hear the user before the local detector does.
+        # hear the user before the local detector does; and that speech's item.
         self._server_speech_ms: float | None = None
+        self._speech_item: str | None = None
+        # The item of the speech the pending onset is about (once the server heard it), the
+        # turns it recovered, and a committed turn waiting for the decision.
+        self._onset_item: str | None = None
+        self._recovered: deque[str] = deque(maxlen=_REMEMBERED)
+        self._waiting: str | None = None
+        self._cut: str | None = None
 
     @property
     def pending(self) -> bool:
         return self.decider.pending
 
+    def recovered(self, item_id: str | None) -> bool:
+        """The user's turn ``item_id`` was a false interruption the agent resumed over."""
+        return item_id is not None and item_id in self._recovered
+
     def onset(self) -> None:
-        """The local detector heard the user start while the agent was audible: pause."""
+        """The user started while the agent was audible (the local detector heard it, or the
+        server's VAD did first): pause."""
         if self.decider.pending:
             return
         self._paused_at_ms = self._now_ms()
         self._output.pause()
         self.decider.onset(self._paused_at_ms)
+        self._onset_item = self._speech_item if self._server_speech_ms is not None else None
+        self._waiting = None
         if self._server_speech_ms is not None:  # the server already hears the user
             decision = self.decider.speech_started(self._server_speech_ms)
             if decision is not None:
@@ -121,22 +170,47 @@ class InterruptionRecovery:
 
     def on_server_event(self, event: se.ReceivedEvent) -> None:
         now = self._now_ms()
+        if isinstance(event, se.InputAudioBufferCommitted):
+            self._committed(event.item_id)
+            return
         if isinstance(event, se.InputAudioBufferSpeechStarted):
             self._server_speech_ms = now
+            self._speech_item = event.item_id
+            if not self.decider.pending and self._interrupter.playing:
+                self.onset()  # the server heard the user over the agent first
+                return
         elif isinstance(event, se.InputAudioBufferSpeechStopped):
             self._server_speech_ms = None
         if not self._still_paused():
             return
         if isinstance(event, se.InputAudioBufferSpeechStarted):
+            if self._onset_item is None:
+                self._onset_item = event.item_id
             decision = self.decider.speech_started(now)
         elif isinstance(event, se.InputAudioBufferSpeechStopped):
             decision = self.decider.speech_stopped(now)
         elif isinstance(event, se.InputAudioTranscriptionCompleted):
             decision = self.decider.transcript(event.transcript, now)
-        else:  # pragma: no cover - server_event_types routes only the three above
+        else:  # pragma: no cover - server_event_types routes only the four above
             decision = None
         if decision is not None:
             self._act(decision)
+
+    def _committed(self, item_id: str) -> None:
+        """The server committed a user turn: answer it now, at the decision, or not at all."""
+        if item_id in self._recovered:
+            return
+        if self._still_paused() and item_id == self._onset_item:
+            self._waiting = item_id  # the decision answers it (a cut) or not (a resume)
+            return
+        if not self._host.answers_turns():
+            return
+        if item_id == self._cut:  # the turn that was cut for: already interrupted
+            self._cut = None
+        elif self._interrupter.playing or self._interrupter.responses_in_progress():
+            # A turn the agent was not audible for: what interrupt_response would have done.
+            self._interrupter.interrupt(None, cancel_response=True)
+        self._host.answer()
 
     async def _poll(self) -> None:
         while self.decider.pending:
@@ -146,6 +220,7 @@ class InterruptionRecovery:
             decision = self.decider.poll(self._now_ms())
             if decision is not None:
                 self._act(decision)
+                await self._host.flush()
 
     def _still_paused(self) -> bool:
         """An onset is pending and the output still paused for it (an ``interrupt()`` or a lost
@@ -155,7 +230,11 @@ class InterruptionRecovery:
         return self.decider.pending
 
     def _act(self, decision: Decision) -> None:
+        item, self._onset_item = self._onset_item, None
+        waiting, self._waiting = self._waiting, None
         if decision.action == "resume":
+            if item is not None:
+                self._recovered.append(item)
             self._output.resume()
             self._emit(
                 ev.InterruptionRecoveredEvent(
@@ -164,8 +243,13 @@ class InterruptionRecovery:
                     paused_ms=decision.at_ms - self._paused_at_ms,
                 )
             )
-        else:  # cut at the pause point: the paused output reports what was heard up to it
-            self._interrupter.interrupt(None, cancel_response=True)
+            return
+        # A cut at the pause point: the paused output reports what was heard up to it.
+        self._interrupter.interrupt(None, cancel_response=True)
+        if waiting is None:
+            self._cut = item  # answered when the server commits it
+        elif self._host.answers_turns():
+            self._host.answer()  # the turn was committed before the decision
 
     def _now_ms(self) -> float:
         return self._clock() * 1000.0
@@ -187,6 +271,7 @@ class RecoveryOptions(Protocol):
 def recovery_part(
     options: RecoveryOptions,
     interrupter: Interrupter,
+    host: RecoveryHost,
     tasks: OwnedTasks,
     emit: Callable[[ev.SessionEvent], None],
 ) -> InterruptionRecovery | None:
@@ -198,5 +283,5 @@ def recovery_part(
     output = attached_output(options.audio_output)
     assert isinstance(output, AudioOutput)
     return InterruptionRecovery(
-        decider, output, interrupter, tasks, emit, options.clock or time.monotonic
+        decider, output, interrupter, host, tasks, emit, options.clock or time.monotonic
     )
