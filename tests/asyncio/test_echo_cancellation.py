@@ -51,7 +51,9 @@ def agent_turn(cancel_echo: bool) -> tuple[int, list[AudioInterruptedEvent]]:
         room = RoomPath(room_impulse_response(RATE_HZ, 0.45, seed=4), gain=0.7)
         mic = SteppedMicrophone()
         source = EchoCancelledInput(mic, speaker.output, now=speaker.now) if cancel_echo else mic
-        detector = BargeInDetector(RATE_HZ, echo_gate_dbfs=-50.0, echo_min_speech_ms=120)
+        # With the canceller, the session's own detector for it (local_barge_in=True); without,
+        # one with the same thresholds.
+        detector = True if cancel_echo else BargeInDetector.behind_echo_canceller(RATE_HZ)
         cuts: list[AudioInterruptedEvent] = []
         async with (
             serving(tts="espeak", pacing=SLOW) as server,
@@ -79,6 +81,9 @@ def agent_turn(cancel_echo: bool) -> tuple[int, list[AudioInterruptedEvent]]:
                 await asyncio.sleep(0.001)  # let the session take the frames
             microphone = session.microphone
             assert microphone is not None
+            assert microphone.pipeline is not None
+            assert microphone.pipeline.barge_in is not None
+            assert microphone.pipeline.barge_in.echo_gate_dbfs == -50.0  # no -30 dBFS gate
             barge_ins = microphone.barge_ins
             collector.cancel()
             with contextlib.suppress(asyncio.CancelledError):

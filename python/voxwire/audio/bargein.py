@@ -87,6 +87,17 @@ class BargeInDetector:
         self.last_start_ms: int | None = None
         """Where the last reported speech began: ms of audio judged since the detector was made."""
 
+    @classmethod
+    def behind_echo_canceller(cls, rate_hz: int = 24_000) -> BargeInDetector:
+        """The detector for a microphone whose echo is cancelled
+        (:class:`~voxwire.audio.EchoCancelledInput`): the echo gate drops to -50 dBFS and
+        120 ms of speech trigger while the agent speaks, since what is left of the agent is
+        the canceller's residue, not the agent. With these, benches/aec_rooms.py measured 0
+        false barge-ins in 50 agent turns at +6 dB echo and 25/25 real ones within 300 ms
+        (benches/RESULTS.md, "Echo cancellation"). The session uses it for
+        ``local_barge_in=True`` with ``echo_cancellation=True``."""
+        return cls(rate_hz, echo_gate_dbfs=-50.0, echo_min_speech_ms=120)
+
     def process(self, pcm: npt.NDArray[np.int16]) -> bool:
         """Judge PCM16 mono at ``rate_hz``; True if user speech started in it (``on_speech_started``
         is called then too, on this thread)."""

@@ -36,6 +36,7 @@ import voxwire.asyncio.events as ev
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.audio._pcm import format_rate_hz
 from voxwire.audio.bargein import BargeInDetector
+from voxwire.audio.echo import EchoCancelledInput
 from voxwire.audio.input import AudioInput
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.config import AudioConfig, AudioFormat, AudioInputConfig, SessionConfig
@@ -184,6 +185,8 @@ class Microphone:
                     f"BargeInDetector(rate_hz={rate}), or pass local_barge_in=True"
                 )
             return self._barge_in
+        if isinstance(self.source, EchoCancelledInput):  # the agent's echo is gone
+            return BargeInDetector.behind_echo_canceller(rate)
         return BargeInDetector(rate)
 
     # --- on the source's thread -------------------------------------------------------------------
