@@ -298,10 +298,16 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dm.add_argument(
         "--room",
         choices=["speakerphone"],
-        help="instead: a speakerphone in a simulated room (echo 6 dB over the user, a cough, a "
-        "barge-in), local barge-in with pause / resume / cut; no session (docs/audio-io.md)",
+        help="the conversation on a speakerphone in a simulated room (echo 6 dB over the user, "
+        "a cough, a barge-in): the session runs the microphone with local barge-in and "
+        "false-interruption recovery (docs/audio-io.md)",
     )
-    dm.add_argument("--aec", action="store_true", help="with --room: cancel the echo")
+    dm.add_argument(
+        "--aec",
+        action="store_true",
+        help="with --room: the session's microphone cancels the speaker's echo "
+        "(EchoCancelledInput)",
+    )
     dm.set_defaults(func=_demo)
 
 

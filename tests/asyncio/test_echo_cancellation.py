@@ -7,40 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import pytest
 
 from voxwire.asyncio import RealtimeSession
 from voxwire.asyncio.events import AudioInterruptedEvent
-from voxwire.audio import BargeInDetector, EchoCancelledInput, MemoryOutput
+from voxwire.audio import BargeInDetector, EchoCancelledInput, MemoryOutput, SteppedInput
 from voxwire.audio.room import RoomPath, room_impulse_response
 
 from .helpers import AUDIO_MANUAL, RATE_HZ, SLOW, poll, run, serving
 
 pytest.importorskip("voxwire.server.engines.tts")
-
-
-class SteppedMicrophone:
-    """A microphone the test feeds block by block (what the room made of the speaker)."""
-
-    rate_hz = RATE_HZ
-    channels = 1
-
-    def __init__(self) -> None:
-        self._callback: Callable[[Any], None] | None = None
-
-    def start(self, callback: Callable[[Any], None]) -> None:
-        self._callback = callback
-
-    def stop(self) -> None:
-        self._callback = None
-
-    def feed(self, block: np.ndarray[Any, Any]) -> None:
-        if self._callback is not None:
-            self._callback(block)
 
 
 def agent_turn(cancel_echo: bool) -> tuple[int, list[AudioInterruptedEvent]]:
@@ -49,7 +27,7 @@ def agent_turn(cancel_echo: bool) -> tuple[int, list[AudioInterruptedEvent]]:
     async def body() -> tuple[int, list[AudioInterruptedEvent]]:
         speaker = MemoryOutput(RATE_HZ, period_ms=20.0, latency_ms=30.0, prebuffer_ms=0.0)
         room = RoomPath(room_impulse_response(RATE_HZ, 0.45, seed=4), gain=0.7)
-        mic = SteppedMicrophone()
+        mic = SteppedInput(RATE_HZ)
         source = EchoCancelledInput(mic, speaker.output, now=speaker.now) if cancel_echo else mic
         # With the canceller, the session's own detector for it (local_barge_in=True); without,
         # one with the same thresholds.

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,7 +20,7 @@ from voxwire.asyncio import (
     ResponseStartedEvent,
     SessionEvent,
 )
-from voxwire.audio import BargeInDetector, FalseInterruptionFilter, MemoryOutput
+from voxwire.audio import BargeInDetector, FalseInterruptionFilter, MemoryOutput, SteppedInput
 from voxwire.audio.room import cough
 from voxwire.exceptions import ConfigurationError
 
@@ -30,26 +29,6 @@ from .helpers import RATE_HZ, SLOW, poll, run, serving, speech_pcm
 pytest.importorskip("voxwire.server.engines.tts")
 
 VAD = {"audio": {"input": {"turn_detection": {"type": "server_vad", "silence_duration_ms": 300}}}}
-
-
-class SteppedMicrophone:
-    """A microphone the test feeds block by block."""
-
-    rate_hz = RATE_HZ
-    channels = 1
-
-    def __init__(self) -> None:
-        self._callback: Callable[[Any], None] | None = None
-
-    def start(self, callback: Callable[[Any], None]) -> None:
-        self._callback = callback
-
-    def stop(self) -> None:
-        self._callback = None
-
-    def feed(self, block: np.ndarray[Any, Any]) -> None:
-        if self._callback is not None:
-            self._callback(block)
 
 
 def _blocks(pcm: np.ndarray[Any, Any]) -> list[np.ndarray[Any, Any]]:
@@ -67,7 +46,7 @@ def interrupted_by(
 
     async def body() -> dict[str, Any]:
         speaker = MemoryOutput(RATE_HZ, period_ms=20.0, latency_ms=0.0, prebuffer_ms=0.0)
-        mic = SteppedMicrophone()
+        mic = SteppedInput(RATE_HZ)
         events: list[SessionEvent] = []
         result: dict[str, Any] = {}
         async with (
@@ -182,7 +161,7 @@ def test_a_real_line_is_cut_exactly_at_the_pause_point() -> None:
 
 
 def test_recovery_needs_local_barge_in_an_audio_output_and_server_vad() -> None:
-    mic = SteppedMicrophone()
+    mic = SteppedInput(RATE_HZ)
     speaker = MemoryOutput(RATE_HZ)
     decider = FalseInterruptionFilter()
     with pytest.raises(ConfigurationError, match="local_barge_in"):

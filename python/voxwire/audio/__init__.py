@@ -16,8 +16,9 @@
   fade-out, underruns, output latency, first-sample timings (docs/audio-io.md)
 * :class:`RemoteOutput` — an :class:`AudioOutput` whose listener is remote (a phone line, a
   page): sent in chunks, heard as the far end acknowledges (Twilio marks); docs/telephony.md
-* :class:`MemoryInput` / :class:`WavFileInput`, :class:`MemoryOutput` / :class:`WavFileOutput` —
-  sources and virtual speakers without a sound card (real time or stepped)
+* :class:`MemoryInput` / :class:`WavFileInput` / :class:`SteppedInput`, :class:`MemoryOutput` /
+  :class:`WavFileOutput` — sources and virtual speakers without a sound card (real time or
+  stepped)
 * :class:`EchoCanceller` — acoustic echo cancellation (Rust); :class:`EchoCancelledInput` — a
   microphone source with the echo of an :class:`AudioOutput` removed, aligned by the playback
   clock (:mod:`voxwire.audio.echo`); :mod:`voxwire.audio.room` — simulated rooms
@@ -55,7 +56,13 @@ from voxwire.audio.output import AudioOutput, ItemTiming
 from voxwire.audio.recovery import Decision, FalseInterruptionFilter
 from voxwire.audio.remote import RemoteOutput
 from voxwire.audio.sink import PlaybackSink
-from voxwire.audio.virtual import MemoryInput, MemoryOutput, WavFileInput, WavFileOutput
+from voxwire.audio.virtual import (
+    MemoryInput,
+    MemoryOutput,
+    SteppedInput,
+    WavFileInput,
+    WavFileOutput,
+)
 from voxwire.audio.wav import WavAudio, read_wav, write_wav
 
 __all__ = [
@@ -78,6 +85,7 @@ __all__ = [
     "Resampler",
     "SoundDeviceInput",
     "SoundDeviceOutput",
+    "SteppedInput",
     "WavAudio",
     "WavFileInput",
     "WavFileOutput",

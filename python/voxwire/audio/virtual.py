@@ -4,7 +4,9 @@ Inputs (:class:`MemoryInput`, :class:`WavFileInput`) cut their audio into blocks
 ``block_ms`` and deliver them to a callback, like a microphone would: on their own thread at
 real-time pace (:meth:`~MemoryInput.start`), on it as fast as possible (``realtime=False``), or
 synchronously on the caller's thread, one block at a time, for a test or a demo that steps its
-own virtual clock (:meth:`~MemoryInput.blocks`).
+own virtual clock (:meth:`~MemoryInput.blocks`). :class:`SteppedInput` is a microphone whose
+blocks the caller makes up as it goes (a simulated room: the speaker's echo plus the user) and
+hands over with :meth:`~SteppedInput.feed`, on the caller's thread.
 
 Outputs (:class:`MemoryOutput`, :class:`WavFileOutput`) are virtual speakers: each owns an
 :class:`AudioOutput` and pulls from it one period at a time, exactly like a device callback,
@@ -30,7 +32,7 @@ from voxwire.audio.output import AudioOutput
 from voxwire.audio.wav import read_wav
 from voxwire.exceptions import ConfigurationError, InvalidState
 
-__all__ = ["MemoryInput", "MemoryOutput", "WavFileInput", "WavFileOutput"]
+__all__ = ["MemoryInput", "MemoryOutput", "SteppedInput", "WavFileInput", "WavFileOutput"]
 
 BlockCallback = Callable[[npt.NDArray[np.int16]], None]
 
@@ -110,6 +112,31 @@ class MemoryInput(Closing):
                 on_end()
         except BaseException as e:
             self.error = e
+
+
+class SteppedInput:
+    """A source (``rate_hz``, ``channels``, ``start(callback)``, ``stop()``) whose blocks the
+    caller feeds one by one (:meth:`feed`, on the caller's thread); blocks fed while stopped
+    are dropped, as a microphone nobody listens to drops them."""
+
+    def __init__(self, rate_hz: int, channels: int = 1) -> None:
+        self.rate_hz = check_rate("rate_hz", rate_hz)
+        if channels not in (1, 2):
+            raise ConfigurationError(f"channels={channels!r} is invalid: expected 1 or 2")
+        self.channels = channels
+        self._callback: Callable[[npt.NDArray[np.int16]], None] | None = None
+
+    def start(self, callback: Callable[[npt.NDArray[np.int16]], None]) -> None:
+        self._callback = callback
+
+    def stop(self) -> None:
+        self._callback = None
+
+    def feed(self, block: npt.NDArray[np.int16]) -> None:
+        """Hand ``block`` (int16, ``(frames,)`` or ``(frames, channels)``) to the listener."""
+        callback = self._callback
+        if callback is not None:
+            callback(block)
 
 
 class WavFileInput(MemoryInput):

@@ -112,26 +112,26 @@ _USER_VOICE: Final = "echo"
 
 
 def synthesise_lines(
-    lines: tuple[UserLine, ...], directory: Path, engine: str = "auto"
+    lines: tuple[UserLine, ...], directory: Path, engine: str = "auto", voice: str = _USER_VOICE
 ) -> list[Path]:
-    """Speak each line with the local server's voice engine into ``directory`` as 24 kHz mono
-    WAV files (``user-1.wav`` ...); returns their paths."""
+    """Speak each line with the local server's voice engine (in ``voice``) into ``directory``
+    as 24 kHz mono WAV files (``{voice}-1.wav`` ...); returns their paths."""
     # Imported here: only the demo's synthesis needs the voice engine.
     from voxwire.server.engines.tts import Voice
 
     try:
-        voice = Voice.load(engine)
+        engine_voice = Voice.load(engine)
     except NoVoiceError as exc:
         raise NoVoiceError(USER_VOICE_HINT, exc.reason) from None
     paths = []
     try:
         for number, line in enumerate(lines, 1):
-            spoken = voice.speak_blocking(line.text, _USER_VOICE, 1.0, "audio/pcm")
-            path = directory / f"user-{number}.wav"
+            spoken = engine_voice.speak_blocking(line.text, voice, 1.0, "audio/pcm")
+            path = directory / f"{voice}-{number}.wav"
             write_wav(path, np.frombuffer(spoken.audio, dtype="<i2").astype(np.int16), RATE_HZ)
             paths.append(path)
     finally:
-        voice.close()
+        engine_voice.close()
     return paths
 
 

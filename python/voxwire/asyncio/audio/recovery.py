@@ -18,10 +18,11 @@ nor answers a turn by itself (``create_response: false`` on the wire while the a
 wants it on: :class:`~voxwire.agents.input_guardrail.ResponseHold`). The session answers each
 turn the server commits (``input_audio_buffer.committed``) unless it was a recovered false
 interruption: at once for a turn with no onset (cancelling a response still in progress, as
-``interrupt_response`` would have), at the cut for a turn that interrupted the agent. Speech
-the server hears while the agent is audible and the local detector missed is an onset too.
+``interrupt_response`` would have), at the cut for a turn that interrupted the agent.
 With input guardrails, their runner answers instead and asks :meth:`InterruptionRecovery.
-recovered` first.
+recovered` first. A turn the server commits while the agent is audible and the local detector
+heard nothing (its echo gate has a level, the server's VAD does not) is taken for the agent's
+echo: not answered (``interruption_recovered`` with reason ``"echo"``).
 """
 
 from __future__ import annotations
@@ -176,9 +177,6 @@ class InterruptionRecovery:
         if isinstance(event, se.InputAudioBufferSpeechStarted):
             self._server_speech_ms = now
             self._speech_item = event.item_id
-            if not self.decider.pending and self._interrupter.playing:
-                self.onset()  # the server heard the user over the agent first
-                return
         elif isinstance(event, se.InputAudioBufferSpeechStopped):
             self._server_speech_ms = None
         if not self._still_paused():
@@ -203,11 +201,17 @@ class InterruptionRecovery:
         if self._still_paused() and item_id == self._onset_item:
             self._waiting = item_id  # the decision answers it (a cut) or not (a resume)
             return
-        if not self._host.answers_turns():
-            return
         if item_id == self._cut:  # the turn that was cut for: already interrupted
             self._cut = None
-        elif self._interrupter.playing or self._interrupter.responses_in_progress():
+        elif self._interrupter.playing:
+            # Speech the server's VAD heard over the audible agent while the local detector
+            # (whose echo gate has a level) heard none: the agent's echo, not the user.
+            self._recovered.append(item_id)
+            self._emit(ev.InterruptionRecoveredEvent(reason="echo", transcript=None, paused_ms=0.0))
+            return
+        if not self._host.answers_turns():
+            return
+        if self._interrupter.responses_in_progress():
             # A turn the agent was not audible for: what interrupt_response would have done.
             self._interrupter.interrupt(None, cancel_response=True)
         self._host.answer()

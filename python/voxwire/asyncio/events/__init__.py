@@ -193,7 +193,9 @@ class InterruptionRecoveredEvent:
     paused at the onset, plays on from exactly where it paused and nothing was truncated.
     ``reason``: ``"unconfirmed"`` (server VAD heard no speech in the window), ``"filler"`` (the
     transcript was empty or only backchannel words), ``"short"`` (speech shorter than the
-    filter's ``min_turn_ms``); ``transcript`` when there was one; ``paused_ms``: how long the
+    filter's ``min_turn_ms``), ``"echo"`` (the server's VAD committed a turn over the audible
+    agent that the local detector, whose echo gate has a level, never heard: not answered, and
+    the agent never paused); ``transcript`` when there was one; ``paused_ms``: how long the
     agent was paused."""
 
     type: Literal["interruption_recovered"] = field(default="interruption_recovered", init=False)
