@@ -24,15 +24,14 @@ from voxwire.telephony import RealtimeCallIncoming, WebhookApp, WebhookEvent, ve
 from .conftest import SECRET
 
 OFFICIAL = openai.OpenAI(api_key="unused", webhook_secret=SECRET)
-NOW = int(time.time())
 
 
-def incoming(call_id: str = "rtc_abc", created_at: int = NOW) -> bytes:
+def incoming(call_id: str = "rtc_abc", created_at: int | None = None) -> bytes:
     event = {
         "object": "event",
         "id": "evt_1",
         "type": "realtime.call.incoming",
-        "created_at": created_at,
+        "created_at": int(time.time()) if created_at is None else created_at,
         "data": {
             "call_id": call_id,
             "sip_headers": [
@@ -44,8 +43,10 @@ def incoming(call_id: str = "rtc_abc", created_at: int = NOW) -> bytes:
     return json.dumps(event).encode()
 
 
-def signed(body: bytes, *, at: int = NOW, secret: str = SECRET) -> dict[str, str]:
-    return sign_webhook(body, secret=secret, webhook_id="wh_1", timestamp_s=at)
+def signed(body: bytes, *, at: int | None = None, secret: str = SECRET) -> dict[str, str]:
+    """Signed now (not at collection: a long test run must not make them stale)."""
+    stamp = int(time.time()) if at is None else at
+    return sign_webhook(body, secret=secret, webhook_id="wh_1", timestamp_s=stamp)
 
 
 def official_accepts(headers: dict[str, str], body: bytes) -> bool:
@@ -160,7 +161,12 @@ def test_signed_but_malformed_bodies_are_refused(body: bytes) -> None:
 
 def test_other_event_types_come_back_untyped() -> None:
     body = json.dumps(
-        {"id": "evt_2", "type": "response.completed", "created_at": NOW, "data": {"id": "r"}}
+        {
+            "id": "evt_2",
+            "type": "response.completed",
+            "created_at": int(time.time()),
+            "data": {"id": "r"},
+        }
     ).encode()
     event = verify(signed(body), body, SECRET)
     assert isinstance(event, WebhookEvent)
