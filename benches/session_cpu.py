@@ -437,6 +437,18 @@ async def run_raw(url: str, mic: bytes, texts: list[tuple[float, str]], tally: T
     async with connect(url, additional_headers=headers, compression=None, max_size=None) as ws:
         await ws.send(json.dumps({"type": "session.update", "session": session}))
 
+        # The one piece of state every client needs: a response.create while a response is
+        # active is refused ("Conversation already has an active response"), so it waits for
+        # that response's response.done.
+        gate = {"active": False, "waiting": False}
+
+        async def create_response() -> None:
+            if gate["active"]:
+                gate["waiting"] = True
+            else:
+                gate["active"] = True  # until its response.done
+                await ws.send(json.dumps({"type": "response.create"}))
+
         async def receive() -> None:
             async for frame in ws:
                 tally.events += 1
@@ -444,13 +456,19 @@ async def run_raw(url: str, mic: bytes, texts: list[tuple[float, str]], tally: T
                 kind = event["type"]
                 if kind == "response.output_audio.delta":
                     tally.audio(event["item_id"], base64.b64decode(event["delta"]))
+                elif kind == "response.created":
+                    gate["active"] = True
                 elif kind == "response.done":
                     tally.responses += 1
+                    gate["active"] = False
+                    if gate["waiting"]:
+                        gate["waiting"] = False
+                        await create_response()
                 elif kind == "response.function_call_arguments.done":
                     output = {"type": "function_call_output", "call_id": event["call_id"]}
                     output["output"] = json.dumps({"temperature": 21})
                     await ws.send(json.dumps({"type": "conversation.item.create", "item": output}))
-                    await ws.send(json.dumps({"type": "response.create"}))
+                    await create_response()
                     tally.tool_calls += 1
                 elif kind == "input_audio_buffer.speech_started" and tally.responses:
                     tally.interruptions += 1  # not exact: no playback state to judge by
@@ -465,7 +483,7 @@ async def run_raw(url: str, mic: bytes, texts: list[tuple[float, str]], tally: T
             content = [{"type": "input_text", "text": text}]
             item = {"type": "message", "role": "user", "content": content}
             await ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
-            await ws.send(json.dumps({"type": "response.create"}))
+            await create_response()
 
         receiver = asyncio.create_task(receive())
         await stream_microphone(mic, texts, send_audio, send_text)
