@@ -16,6 +16,7 @@ from voxwire.asyncio import RealtimeSession, SessionEvent
 from voxwire.asyncio.events import ResponseDoneEvent
 from voxwire.audio import PcmRing, PlaybackClock
 from voxwire.server import Pacing, RealtimeServer, Scenario
+from voxwire.server.engines.transcribe import Transcript
 
 T = TypeVar("T")
 
@@ -192,3 +193,16 @@ async def settle(session: RealtimeSession, *, timeout_s: float = 15.0) -> list[S
         lambda e: isinstance(e, ResponseDoneEvent) and all_done(session),
         timeout_s=timeout_s,
     )
+
+
+class ScriptedTranscriber:
+    """The local server's transcription engine for tests: says the next scripted text for each
+    committed turn (the audio is real speech; what it says is the test's)."""
+
+    def __init__(self, *texts: str) -> None:
+        self.texts = list(texts)
+
+    async def transcribe(
+        self, audio: bytes, format_type: str, *, language: str | None, prompt: str | None
+    ) -> Transcript:
+        return Transcript(pieces=(self.texts.pop(0),), audio_s=len(audio) / (2 * RATE_HZ))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.asyncio.agent_helpers import agent_session, ask, last_assistant_text, of_type
-from tests.asyncio.helpers import RATE_HZ, run, serving, speech_pcm, until
+from tests.asyncio.helpers import RATE_HZ, ScriptedTranscriber, run, serving, speech_pcm, until
 from voxwire.agents import (
     DEFAULT_REFUSAL,
     GuardrailResult,
@@ -32,7 +32,6 @@ from voxwire.asyncio.events.history import HistoryMessage
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.config import ServerVad
 from voxwire.server import Drop
-from voxwire.server.engines.transcribe import Transcript
 
 CHECKED: list[str] = []
 
@@ -166,19 +165,6 @@ def test_input_guardrails_are_checked_at_declaration() -> None:
 
 
 # --- spoken turns -------------------------------------------------------------------------------
-
-
-class ScriptedTranscriber:
-    """The local server's transcription engine for these tests: says the next scripted text
-    for each committed turn (the audio is real speech; what it says is the test's)."""
-
-    def __init__(self, *texts: str) -> None:
-        self.texts = list(texts)
-
-    async def transcribe(
-        self, audio: bytes, format_type: str, *, language: str | None, prompt: str | None
-    ) -> Transcript:
-        return Transcript(pieces=(self.texts.pop(0),), audio_s=len(audio) / (2 * RATE_HZ))
 
 
 VAD_TRANSCRIBED = {

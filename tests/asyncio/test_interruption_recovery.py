@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from voxwire.agents import GuardrailResult, RealtimeAgent, input_guardrail
 from voxwire.asyncio import (
     AudioInterruptedEvent,
     InterruptionRecoveredEvent,
@@ -24,11 +25,29 @@ from voxwire.audio import BargeInDetector, FalseInterruptionFilter, MemoryOutput
 from voxwire.audio.room import cough
 from voxwire.exceptions import ConfigurationError
 
-from .helpers import RATE_HZ, SLOW, poll, run, serving, speech_pcm
+from .helpers import RATE_HZ, SLOW, ScriptedTranscriber, poll, run, serving, speech_pcm
 
 pytest.importorskip("voxwire.server.engines.tts")
 
 VAD = {"audio": {"input": {"turn_detection": {"type": "server_vad", "silence_duration_ms": 300}}}}
+TRANSCRIBED = {
+    "audio": {
+        "input": {
+            "transcription": {"model": "whisper-1"},
+            "turn_detection": {"type": "server_vad", "silence_duration_ms": 300},
+        }
+    }
+}
+CHECKED: list[str] = []
+
+
+@input_guardrail
+def no_secrets(agent: RealtimeAgent, text: str) -> GuardrailResult:
+    CHECKED.append(text)
+    return GuardrailResult("secret" in text.lower())
+
+
+GUARDED = RealtimeAgent(name="guarded", instructions="Answer.", input_guardrails=[no_secrets])
 
 
 def _blocks(pcm: np.ndarray[Any, Any]) -> list[np.ndarray[Any, Any]]:
@@ -38,28 +57,40 @@ def _blocks(pcm: np.ndarray[Any, Any]) -> list[np.ndarray[Any, Any]]:
 
 
 def interrupted_by(
-    sound: np.ndarray[Any, Any], *, agent_speaks: bool = True, generated: bool = False
+    sound: np.ndarray[Any, Any],
+    *,
+    agent_speaks: bool = True,
+    generated: bool = False,
+    agent: RealtimeAgent | None = None,
+    transcripts: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The agent speaks (unless not ``agent_speaks``); after 1 s the microphone hears ``sound``
     then silence for 3 s. ``generated``: the sound comes once the server finished the agent's
-    response (its audio still plays: the server would answer a turn at once)."""
+    response (its audio still plays: the server would answer a turn at once). With
+    ``transcripts``, the server transcribes the user's turns as these texts and the filter waits
+    for them."""
 
     async def body() -> dict[str, Any]:
         speaker = MemoryOutput(RATE_HZ, period_ms=20.0, latency_ms=0.0, prebuffer_ms=0.0)
         mic = SteppedInput(RATE_HZ)
+        transcriber = ScriptedTranscriber(*transcripts) if transcripts else None
         events: list[SessionEvent] = []
         result: dict[str, Any] = {}
         async with (
-            serving(tts="espeak", pacing=SLOW) as server,
+            serving(tts="espeak", pacing=SLOW, transcriber=transcriber) as server,
             RealtimeSession(
+                agent,
                 url=server.url(),
-                config=VAD,
+                config=TRANSCRIBED if transcripts else VAD,
                 audio_input=mic,
                 local_barge_in=BargeInDetector(
                     RATE_HZ, echo_min_speech_ms=100, echo_gate_dbfs=-60.0
                 ),
                 false_interruption=FalseInterruptionFilter(
-                    window_ms=800, min_turn_ms=600, wait_for_transcript=False, vad_silence_ms=300
+                    window_ms=800,
+                    min_turn_ms=600,
+                    wait_for_transcript=bool(transcripts),
+                    vad_silence_ms=300,
                 ),
                 audio_output=speaker,
             ) as session,
@@ -131,6 +162,18 @@ def test_a_backchannel_the_server_takes_for_a_turn_is_resumed_over_and_not_answe
     # The server answers no turn by itself (the session holds create_response off) and the
     # session does not answer a recovered one: the story is the only response.
     assert result["wire_create_response"] is False
+    assert result["responses"] == 1
+
+
+def test_with_input_guardrails_a_recovered_okay_passes_them_and_is_still_not_answered() -> None:
+    # The guardrail runner answers spoken turns when the agent has input guardrails; it must
+    # skip the one the session resumed over.
+    CHECKED.clear()
+    okay = np.frombuffer(speech_pcm("Okay."), dtype="<i2").astype(np.int16)
+    result = interrupted_by(okay, generated=True, agent=GUARDED, transcripts=("okay",))
+    assert CHECKED == ["tell me a story", "okay"]  # both checks ran and passed
+    assert [(r.reason, r.transcript) for r in result["recovered"]] == [("filler", "okay")]
+    assert result["cuts"] == []
     assert result["responses"] == 1
 
 
