@@ -118,7 +118,9 @@ def _decode_client(
     return _kept(event, data)
 
 
-def unknown_fields(event: LiveReceivedEvent | LiveClientEvent) -> dict[str, Any]:
+def unknown_fields(
+    event: LiveReceivedEvent | LiveClientEvent | ForkSessionStart,
+) -> dict[str, Any]:
     """The fields of a decoded event that this SDK does not model, by JSON path (for example
     ``{"session.audio.output.speed": 1.1}``); every field but ``type``/``event_id`` of an
     :class:`UnknownServerEvent`; nothing for a protocol error or an event built here."""

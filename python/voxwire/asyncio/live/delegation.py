@@ -115,8 +115,8 @@ class ResponsesWork:
         if any(call_id not in ready for call_id in delegation.pending_calls):
             return  # the backend continues once every pending call has its output
         protocol = self._host.protocol
-        if protocol.state != "active":
-            return
+        if protocol.state != "active" or protocol.delegations.get(delegation.id) is not delegation:
+            return  # closed, or abandoned with a lost connection (a fork does not continue it)
         for call_id, output in ready.items():
             protocol.send_function_output(call_id, output)
         ready.clear()
@@ -153,8 +153,8 @@ class ClientWork:
         if isinstance(answer, str):
             answer = DelegationAnswer(answer)
         protocol = self._host.protocol
-        if protocol.state != "active":
-            return
+        if protocol.state != "active" or protocol.delegations.get(request.delegation_id) is None:
+            return  # closed, or abandoned with a lost connection (a fork does not continue it)
         send = protocol.send_commentary if answer.spoken else protocol.send_thinking
         send(answer.text, request.delegation_id)
         await self._host.flush()

@@ -58,6 +58,7 @@ class LiveHandling:
     _history: list[LiveHistoryItem]
     _metrics: LiveMetrics
     _user_end_ms: int | None
+    _delegations_started: int
     _spoken: str
     _checked: int
     _silenced: bool
@@ -93,6 +94,7 @@ class LiveHandling:
 
     def _on_delegation(self, event: se.DelegationCreated) -> None:
         info = event.delegation
+        self._delegations_started += 1
         self.emit(
             DelegationStartedEvent(
                 delegation_id=info.id, target=info.target, offset_ms=event.offset_ms

@@ -37,6 +37,7 @@ from voxwire.agents.agent import RealtimeAgent, ResolvedAgent
 from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio.agents.tool_execution import Approvals, CallExecutor
 from voxwire.asyncio.audio.microphone import AudioSource
+from voxwire.asyncio.connection.reconnect import ReconnectPolicy, SessionReconnecting
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.events.queue import EventQueue, QueueClosed
 from voxwire.asyncio.live.config import DelegationMode
@@ -62,6 +63,7 @@ from voxwire.audio import AudioOutput
 from voxwire.exceptions import ConfigurationError
 from voxwire.live import LiveProtocol
 from voxwire.live import server_events as se
+from voxwire.protocol.ids import CounterIds
 
 __all__ = ["LiveSession"]
 
@@ -89,18 +91,9 @@ class LiveSession(LiveConnecting, LiveHandling):
         tool_error_formatter: ToolErrorFormatter | None = None,
         start_timeout_s: float = 15.0,
         max_events: int = 1000,
+        reconnect: ReconnectPolicy | None = None,
     ) -> None:
-        if delegation not in ("responses", "client"):
-            raise ConfigurationError(
-                f"delegation={delegation!r} is invalid: expected 'responses' or 'client'"
-            )
-        if (delegation == "client") != (backend is not None):
-            raise ConfigurationError(
-                "delegation='client' needs backend= (an async function answering each "
-                "delegation); delegation='responses' runs the agent's tools and takes no backend"
-            )
-        if audio_output is not None and audio_output.device_rate_hz != 24_000:
-            raise ConfigurationError("a Live session's audio output runs at 24000 Hz")
+        _check_options(delegation, backend, audio_output, reconnect)
         self.agent = agent
         self._url = url
         key = api_key or (os.environ.get("OPENAI_API_KEY") if "api.openai.com" in url else None)
@@ -112,7 +105,10 @@ class LiveSession(LiveConnecting, LiveHandling):
         self._context = context
         self._formatter = tool_error_formatter
         self._start_timeout_s = start_timeout_s
-        self.protocol = LiveProtocol()
+        self._ids = CounterIds()  # shared by every connection's core: ids never repeat
+        self.protocol = LiveProtocol(ids=self._ids)
+        self._reconnect = reconnect
+        self._reconnecting = False  # a fork is being opened after a lost connection
         self._ws: ClientConnection | None = None
         # Bounded, never blocking the receive loop: when full, audio and usage go first.
         self._events: EventQueue[LiveEvent] = EventQueue(max_events, droppable=_droppable)
@@ -126,6 +122,7 @@ class LiveSession(LiveConnecting, LiveHandling):
         self._metrics = LiveMetrics()
         self._latencies: list[int] = []
         self._user_end_ms: int | None = None
+        self._delegations_started = 0  # over every connection (a fork's core starts empty)
         self._spoken = ""  # the assistant's words of this turn, as generated (for guardrails)
         self._checked = 0
         self._silenced = False  # a guardrail tripped: drop the model's audio until the user speaks
@@ -170,7 +167,10 @@ class LiveSession(LiveConnecting, LiveHandling):
         return self._events.dropped
 
     async def send_audio(self, pcm: bytes) -> None:
-        """Microphone audio, PCM16 24 kHz mono (the model listens even while it speaks)."""
+        """Microphone audio, PCM16 24 kHz mono (the model listens even while it speaks);
+        dropped while the session reconnects."""
+        if self._reconnecting and not self._closed:
+            return
         self._require_open()
         self.protocol.send_input_audio(pcm)
         await self.flush()
@@ -217,12 +217,17 @@ class LiveSession(LiveConnecting, LiveHandling):
             context_usage_ratio=self._metrics.context_usage_ratio,
             audio_received_ms=self._metrics.audio_received_ms,
             audio_heard_ms=self._heard_ms(),
-            delegations=len(list(self.protocol.delegations)),
+            delegations=self._delegations_started,
             tool_calls=self._responses.calls if self._responses is not None else 0,
             first_audio_after_speech_ms=tuple(self._latencies),
         )
 
     def _require_open(self) -> None:
+        if self._reconnecting and not self._closed:
+            raise SessionReconnecting(
+                "the Live connection was lost and the session is opening a fork: send again "
+                "after the live_reconnected event"
+            )
         if self._ws is None or self._closed or self.protocol.state != "active":
             raise SessionClosed("the Live session is not open: use 'async with LiveSession(...)'")
 
@@ -279,6 +284,14 @@ class LiveSession(LiveConnecting, LiveHandling):
         self._output.push("live", 0, event.delta)
         self._clock.pushed(before, self._output.ring.pushed_samples, start, end)
 
+    def _timeline_restarted(self) -> None:
+        """A fork is a new session with its own timeline: what is queued will not be heard."""
+        if self._output is not None:
+            self._output.interrupt()
+        self._clock = HeardClock()
+        self._release.drop()
+        self._user_end_ms = None
+
     def _heard_ms(self) -> int:
         if self._output is None:
             return self._metrics.audio_received_ms
@@ -289,6 +302,30 @@ class LiveSession(LiveConnecting, LiveHandling):
             return
         for held in self._release.due(self._heard_ms()):
             self._heard(held.delta, held.start_ms, held.end_ms)
+
+
+def _check_options(
+    delegation: str,
+    backend: ClientBackend | None,
+    audio_output: AudioOutput | None,
+    reconnect: ReconnectPolicy | None,
+) -> None:
+    if delegation not in ("responses", "client"):
+        raise ConfigurationError(
+            f"delegation={delegation!r} is invalid: expected 'responses' or 'client'"
+        )
+    if (delegation == "client") != (backend is not None):
+        raise ConfigurationError(
+            "delegation='client' needs backend= (an async function answering each "
+            "delegation); delegation='responses' runs the agent's tools and takes no backend"
+        )
+    if reconnect is not None and not reconnect.restore_history:
+        raise ConfigurationError(
+            "ReconnectPolicy(restore_history=False) does not apply to a Live session: a "
+            "fork always carries the stored conversation; leave restore_history at True"
+        )
+    if audio_output is not None and audio_output.device_rate_hz != 24_000:
+        raise ConfigurationError("a Live session's audio output runs at 24000 Hz")
 
 
 def _droppable(event: LiveEvent) -> bool:
