@@ -38,8 +38,9 @@ from voxwire.asyncio.connection.reconnect import ReconnectPolicy
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
 from voxwire.asyncio.events.queue import EventQueue
 from voxwire.asyncio.live.config import DelegationMode, start_config
-from voxwire.asyncio.live.events import LiveEvent, LiveReconnectedEvent
+from voxwire.asyncio.live.events import LiveEvent, LiveHistoryItem, LiveReconnectedEvent
 from voxwire.asyncio.live.microphone import LiveMicrophone
+from voxwire.asyncio.live.recording import LiveRecording, history_of, initial_items
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
 from voxwire.live import LiveProtocol
@@ -69,6 +70,10 @@ class LiveConnecting:
     _tasks: OwnedTasks
     _output: AudioOutput | None
     _microphone: LiveMicrophone | None
+    _recording: LiveRecording
+    _resume_id: str | None
+    _history: list[LiveHistoryItem]
+    _restored: int
     _closed: bool
     _ended: bool
     _send_lock: asyncio.Lock
@@ -94,23 +99,35 @@ class LiveConnecting:
         )
         if self._reconnect is not None:
             config["store"] = True  # a fork needs the stored session
-        try:
-            self._ws = await connect(self._url, additional_headers=self._headers)
-        except (OSError, ConnectionClosed, ValueError) as exc:
-            raise ConnectionFailed(f"cannot connect to {self._url}: {exc}") from exc
+        snapshot = await self._recording.start(self.agent, self._resume_id)
+        if snapshot is not None:
+            config["input"] = initial_items(snapshot) or None
+            self._history[:] = history_of(snapshot)
+            self._restored = len(self._history)
         self._setup_work(resolved)
-        self.protocol.send_session_start(config)
-        await self.flush()
         try:
-            await asyncio.wait_for(self._until_started(), self._start_timeout_s)
+            await self._open(config)
         except BaseException:
-            await self._ws.close()
+            await self._recording.aclose()
             raise
         self._tasks.spawn(self._receive(), name="live receive", kind="receive")
         if self._output is not None:
             self._tasks.spawn(self._tick(), name="live transcripts", kind="receive")
         if self._microphone is not None:
             self._microphone.start()
+
+    async def _open(self, config: dict[str, object]) -> None:
+        try:
+            self._ws = await connect(self._url, additional_headers=self._headers)
+        except (OSError, ConnectionClosed, ValueError) as exc:
+            raise ConnectionFailed(f"cannot connect to {self._url}: {exc}") from exc
+        self.protocol.send_session_start(config)
+        try:
+            await self.flush()
+            await asyncio.wait_for(self._until_started(), self._start_timeout_s)
+        except BaseException:
+            await self._ws.close()
+            raise
 
     async def _until_started(self) -> None:
         assert self._ws is not None
@@ -139,6 +156,7 @@ class LiveConnecting:
         await self._tasks.aclose()
         if self._ws is not None:
             await self._ws.close()
+            await self._recording.aclose()
         self._finish(ev.CloseEvent(reason="client_closed"))
 
     def _finish(self, event: ev.CloseEvent) -> None:

@@ -70,6 +70,12 @@ class WorkHost(Protocol):
 
     def spawn(self, work: Awaitable[None], name: str) -> None: ...
 
+    def delivered(self, call_id: str, output: str) -> None:
+        """A function call's output was sent to the backend (recorded)."""
+
+    def answered(self, delegation_id: str, text: str, spoken: bool) -> None:
+        """A client delegation's answer was sent (recorded)."""
+
 
 class ResponsesWork:
     """Runs the Responses backend's function calls with the agent's tools."""
@@ -119,9 +125,11 @@ class ResponsesWork:
             return  # closed, or abandoned with a lost connection (a fork does not continue it)
         for call_id, output in ready.items():
             protocol.send_function_output(call_id, output)
-        ready.clear()
         protocol.send_response_create()
         await self._host.flush()
+        for call_id, output in ready.items():
+            self._host.delivered(call_id, output)
+        ready.clear()
 
 
 class ClientWork:
@@ -158,6 +166,7 @@ class ClientWork:
         send = protocol.send_commentary if answer.spoken else protocol.send_thinking
         send(answer.text, request.delegation_id)
         await self._host.flush()
+        self._host.answered(request.delegation_id, answer.text, answer.spoken)
         self._host.emit(
             DelegationAnsweredEvent(
                 delegation_id=request.delegation_id, answer=answer.text, spoken=answer.spoken

@@ -16,6 +16,8 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, Literal
 
+import msgspec
+
 import voxwire.asyncio.events as ev
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.asyncio.live.delegation import ClientWork, ResponsesWork
@@ -27,6 +29,7 @@ from voxwire.asyncio.live.events import (
     LiveTranscriptEvent,
     LiveUsageEvent,
 )
+from voxwire.asyncio.live.recording import LiveRecording
 from voxwire.asyncio.live.transcripts import HeardClock, TranscriptRelease
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
@@ -59,6 +62,8 @@ class LiveHandling:
     _metrics: LiveMetrics
     _user_end_ms: int | None
     _delegations_started: int
+    _recording: LiveRecording
+    _restored: int  # history items of a resumed conversation (never merged into)
     _spoken: str
     _checked: int
     _silenced: bool
@@ -95,6 +100,7 @@ class LiveHandling:
     def _on_delegation(self, event: se.DelegationCreated) -> None:
         info = event.delegation
         self._delegations_started += 1
+        self._recording.delegation(msgspec.to_builtins(info))
         self.emit(
             DelegationStartedEvent(
                 delegation_id=info.id, target=info.target, offset_ms=event.offset_ms
@@ -106,6 +112,14 @@ class LiveHandling:
             self._client.start(delegation, said)
 
     def _on_backend(self, event: se.ResponseEvent) -> None:
+        item = event.event.get("item")
+        if (
+            event.event.get("type") == "response.output_item.done"
+            and isinstance(item, dict)
+            and item.get("type") == "function_call"
+        ):
+            owner = self.protocol.delegations.get(event.delegation_id or "")
+            self._recording.backend_item(item, owner.response_id if owner else None)
         if self._responses is not None:
             for delegation in self.protocol.delegations.open():
                 self._responses.check(delegation)
@@ -145,11 +159,12 @@ class LiveHandling:
     def _remember(
         self, role: Literal["user", "assistant"], delta: str, start_ms: int, end_ms: int
     ) -> None:
-        last = self._history[-1] if self._history else None
+        last = self._history[-1] if len(self._history) > self._restored else None
         if last is not None and last.role == role:
             self._history[-1] = LiveHistoryItem(role, last.text + delta, last.start_ms, end_ms)
         else:
             self._history.append(LiveHistoryItem(role, delta, start_ms, end_ms))
+        self._recording.said(len(self._history) - 1, self._history[-1])
 
     def _check_guardrails(self) -> None:
         guardrails = self.agent.output_guardrails

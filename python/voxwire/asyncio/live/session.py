@@ -57,6 +57,7 @@ from voxwire.asyncio.live.events import (
 )
 from voxwire.asyncio.live.handling import LiveHandling
 from voxwire.asyncio.live.microphone import LiveMicrophone
+from voxwire.asyncio.live.recording import LiveRecording
 from voxwire.asyncio.live.transcripts import HeardClock, TranscriptRelease
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
@@ -64,6 +65,7 @@ from voxwire.exceptions import ConfigurationError
 from voxwire.live import LiveProtocol
 from voxwire.live import server_events as se
 from voxwire.protocol.ids import CounterIds
+from voxwire.store import ConversationStore, SessionSnapshot
 
 __all__ = ["LiveSession"]
 
@@ -92,6 +94,8 @@ class LiveSession(LiveConnecting, LiveHandling):
         start_timeout_s: float = 15.0,
         max_events: int = 1000,
         reconnect: ReconnectPolicy | None = None,
+        store: ConversationStore | None = None,
+        conversation_id: str | None = None,
     ) -> None:
         _check_options(delegation, backend, audio_output, reconnect)
         self.agent = agent
@@ -119,6 +123,9 @@ class LiveSession(LiveConnecting, LiveHandling):
         self._clock = HeardClock()
         self._release = TranscriptRelease()
         self._history: list[LiveHistoryItem] = []
+        self._recording = LiveRecording(store, conversation_id, self.emit)
+        self._resume_id: str | None = None  # LiveSession.resume: the stored conversation
+        self._restored = 0  # history items restored from it
         self._metrics = LiveMetrics()
         self._latencies: list[int] = []
         self._user_end_ms: int | None = None
@@ -205,6 +212,31 @@ class LiveSession(LiveConnecting, LiveHandling):
         """Reject a tool call waiting for approval; ``message`` is what the backend gets."""
         self._approvals.answer(call_id, False, message, always)
 
+    @classmethod
+    def resume(
+        cls, store: ConversationStore, conversation_id: str, agent: RealtimeAgent, **options: Any
+    ) -> LiveSession:
+        """A session that goes on with the stored conversation ``conversation_id`` (recorded
+        by a ``LiveSession(store=...)``): at ``connect()`` it takes the conversation's lease,
+        starts a new Live session with the conversation as its initial history
+        (``session.start`` ``input``: the messages as they are, tool calls with their outputs
+        and delegation answers as developer notes) and records into the same conversation.
+        ``options`` are ``LiveSession``'s. Delegations in progress when it stopped are not
+        resumed. See docs/live.md, "Persistence"."""
+        session = cls(agent, store=store, conversation_id=conversation_id, **options)
+        session._resume_id = conversation_id
+        return session
+
+    def snapshot(self) -> SessionSnapshot:
+        """The conversation so far as a :class:`~voxwire.store.SessionSnapshot` (with or without
+        a store; :class:`~voxwire.exceptions.InvalidState` before ``connect()``)."""
+        return self._recording.snapshot()
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The conversation's id in the store (the one given, or the one made at connect)."""
+        return self._recording.conversation_id
+
     @property
     def history(self) -> tuple[LiveHistoryItem, ...]:
         """What the user said and what the listener heard of the assistant, in order."""
@@ -248,6 +280,12 @@ class LiveSession(LiveConnecting, LiveHandling):
             await work
 
         self._tasks.spawn(run(), name=name, kind="tool")
+
+    def delivered(self, call_id: str, output: str) -> None:
+        self._recording.output(call_id, output)
+
+    def answered(self, delegation_id: str, text: str, spoken: bool) -> None:
+        self._recording.answer(delegation_id, text, spoken)
 
     def tool_span(self, name: str, call_id: str) -> Any:
         return no_span(name, call_id)
