@@ -70,6 +70,12 @@ class WorkHost(Protocol):
 
     def spawn(self, work: Awaitable[None], name: str) -> None: ...
 
+    async def may_run(self) -> bool:
+        """Whether the current user turn's work may run (its input guardrails passed)."""
+
+    def refused_output(self) -> str:
+        """What the backend gets for a call of a turn the input guardrails refused."""
+
     def delivered(self, call_id: str, output: str) -> None:
         """A function call's output was sent to the backend (recorded)."""
 
@@ -101,7 +107,15 @@ class ResponsesWork:
 
     async def _run(self, delegation: Delegation, call_id: str, name: str, arguments: str) -> None:
         tool = self._agent.tools.get(name)
-        if tool is None:
+        if not await self._host.may_run():
+            outcome = CallOutcome(
+                call_id=call_id,
+                name=name,
+                arguments=arguments,
+                output=self._host.refused_output(),
+                is_error=True,
+            )
+        elif tool is None:
             outcome = CallOutcome(
                 call_id=call_id,
                 name=name,
@@ -145,6 +159,8 @@ class ClientWork:
         self._host.spawn(self._answer(request), f"delegation {delegation.id}")
 
     async def _answer(self, request: DelegationRequest) -> None:
+        if not await self._host.may_run():
+            return  # the input guardrails refused the turn: the backend is not asked
         try:
             answer = await self._backend(request)
         except Exception as exc:  # the application's code: reported, the session goes on

@@ -29,6 +29,7 @@ from voxwire.asyncio.live.events import (
     LiveTranscriptEvent,
     LiveUsageEvent,
 )
+from voxwire.asyncio.live.guarding import LiveInputGuard
 from voxwire.asyncio.live.recording import LiveRecording
 from voxwire.asyncio.live.transcripts import HeardClock, TranscriptRelease
 from voxwire.asyncio.supervisor import OwnedTasks
@@ -40,6 +41,9 @@ from voxwire.protocol.server_events import ProtocolErrorEvent
 __all__ = ["LiveHandling"]
 
 _SENTENCE_END: Final = re.compile(r"[.!?…]\s*$")
+_INPUT_NOTE: Final = (
+    "The user's last request broke a rule ({names}). Do not act on it and do not answer it."
+)
 _GUARDRAIL_NOTE: Final = (
     "Your last words broke a rule ({names}) and were not played. Do not repeat them; "
     "say briefly that you cannot help with that."
@@ -64,6 +68,8 @@ class LiveHandling:
     _delegations_started: int
     _recording: LiveRecording
     _restored: int  # history items of a resumed conversation (never merged into)
+    _guard: LiveInputGuard
+    _refusal_id: str | None  # the refusal commentary's event id, until the server has it
     _spoken: str
     _checked: int
     _silenced: bool
@@ -77,6 +83,7 @@ class LiveHandling:
             getattr(self, name)(event)
 
     def _on_assistant_words(self, event: se.OutputTranscriptDelta) -> None:
+        self._guard.turn_over()
         if self._silenced:
             return
         self._spoken += event.delta
@@ -87,6 +94,8 @@ class LiveHandling:
             self._release.hold(event.delta, event.start_ms, event.end_ms)
 
     def _on_user_words(self, event: se.InputTranscriptDelta) -> None:
+        new_turn = not self._history or self._history[-1].role != "user"
+        self._guard.user_words(event.delta, new_turn)
         self._silenced = False
         self._spoken, self._checked = "", 0
         self._user_end_ms = event.end_ms
@@ -99,6 +108,7 @@ class LiveHandling:
 
     def _on_delegation(self, event: se.DelegationCreated) -> None:
         info = event.delegation
+        self._guard.turn_over()
         self._delegations_started += 1
         self._recording.delegation(msgspec.to_builtins(info))
         self.emit(
@@ -187,11 +197,7 @@ class LiveHandling:
         ]
         if not tripped or self._silenced or self.protocol.state != "active":
             return
-        self._silenced = True
-        if self._output is not None:
-            self._output.interrupt()
-        self._clock.dropped()
-        self._release.drop()
+        self._silence()
         names = tuple(name for name, _ in tripped)
         self.emit(
             LiveGuardrailTrippedEvent(
@@ -200,6 +206,29 @@ class LiveHandling:
         )
         self.protocol.send_instructions(_GUARDRAIL_NOTE.format(names=", ".join(names)))
         await self.flush()
+
+    async def input_tripped(self, names: tuple[str, ...], refusal: str | None) -> None:
+        """The user's turn tripped the input guardrails (``guarding.py``): silence the answer,
+        tell the model, ask it to say the refusal (heard again once the server has it)."""
+        if self.protocol.state != "active":
+            return
+        self._silence()
+        self.protocol.send_instructions(_INPUT_NOTE.format(names=", ".join(names)))
+        if refusal:
+            self._refusal_id = self.protocol.send_commentary(refusal)
+        await self.flush()
+
+    def _on_commentary(self, event: se.CommentaryAppended) -> None:
+        if self._refusal_id is not None and event.client_event_id == self._refusal_id:
+            self._refusal_id, self._silenced = None, False  # the model says the refusal now
+
+    def _silence(self) -> None:
+        """Drop what the model says until the user speaks again (a guardrail tripped)."""
+        self._silenced = True
+        if self._output is not None:
+            self._output.interrupt()
+        self._clock.dropped()
+        self._release.drop()
 
 
 #: Server event class -> the session's method for it (by name: ``_on_audio`` is
@@ -214,4 +243,5 @@ _HANDLERS: Final[dict[type, str]] = {
     se.LiveErrorEvent: "_on_error",
     ProtocolErrorEvent: "_on_protocol_error",
     se.SessionClosed: "_on_closed",
+    se.CommentaryAppended: "_on_commentary",
 }

@@ -34,6 +34,7 @@ from websockets.asyncio.client import ClientConnection
 
 import voxwire.asyncio.events as ev
 from voxwire.agents.agent import RealtimeAgent, ResolvedAgent
+from voxwire.agents.input_guardrail import DEFAULT_REFUSAL
 from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio.agents.tool_execution import Approvals, CallExecutor
 from voxwire.asyncio.audio.microphone import AudioSource
@@ -55,6 +56,7 @@ from voxwire.asyncio.live.events import (
     LiveMetrics,
     LiveUsageEvent,
 )
+from voxwire.asyncio.live.guarding import LiveInputGuard, Refusal
 from voxwire.asyncio.live.handling import LiveHandling
 from voxwire.asyncio.live.microphone import LiveMicrophone
 from voxwire.asyncio.live.recording import LiveRecording
@@ -96,6 +98,7 @@ class LiveSession(LiveConnecting, LiveHandling):
         reconnect: ReconnectPolicy | None = None,
         store: ConversationStore | None = None,
         conversation_id: str | None = None,
+        input_guardrail_refusal: Refusal = DEFAULT_REFUSAL,
     ) -> None:
         _check_options(delegation, backend, audio_output, reconnect)
         self.agent = agent
@@ -118,6 +121,8 @@ class LiveSession(LiveConnecting, LiveHandling):
         self._events: EventQueue[LiveEvent] = EventQueue(max_events, droppable=_droppable)
         self._tasks = OwnedTasks(self._task_failed)
         self._approvals = Approvals()
+        self._guard = LiveInputGuard(self, self._tasks, agent, input_guardrail_refusal)
+        self._refusal_id: str | None = None
         self._responses: ResponsesWork | None = None
         self._client: ClientWork | None = None
         self._clock = HeardClock()
@@ -280,6 +285,12 @@ class LiveSession(LiveConnecting, LiveHandling):
             await work
 
         self._tasks.spawn(run(), name=name, kind="tool")
+
+    async def may_run(self) -> bool:
+        return await self._guard.allowed()
+
+    def refused_output(self) -> str:
+        return self._guard.refusal_output()
 
     def delivered(self, call_id: str, output: str) -> None:
         self._recording.output(call_id, output)
