@@ -102,21 +102,13 @@ class LiveSession(LiveConnecting, LiveHandling):
     ) -> None:
         _check_options(delegation, backend, audio_output, reconnect)
         self.agent = agent
-        self._url = url
-        key = api_key or (os.environ.get("OPENAI_API_KEY") if "api.openai.com" in url else None)
-        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._connection_parts(url, api_key, start_timeout_s, reconnect)
         self._options = (model, delegation, backend_model, backend_instructions)
         self._backend = backend
         self._output = audio_output
         self._microphone = LiveMicrophone(audio_input, self) if audio_input is not None else None
         self._context = context
         self._formatter = tool_error_formatter
-        self._start_timeout_s = start_timeout_s
-        self._ids = CounterIds()  # shared by every connection's core: ids never repeat
-        self.protocol = LiveProtocol(ids=self._ids)
-        self._reconnect = reconnect
-        self._reconnecting = False  # a fork is being opened after a lost connection
-        self._ws: ClientConnection | None = None
         # Bounded, never blocking the receive loop: when full, audio and usage go first.
         self._events: EventQueue[LiveEvent] = EventQueue(max_events, droppable=_droppable)
         self._tasks = OwnedTasks(self._task_failed)
@@ -138,6 +130,23 @@ class LiveSession(LiveConnecting, LiveHandling):
         self._spoken = ""  # the assistant's words of this turn, as generated (for guardrails)
         self._checked = 0
         self._silenced = False  # a guardrail tripped: drop the model's audio until the user speaks
+
+    def _connection_parts(
+        self,
+        url: str,
+        api_key: str | None,
+        start_timeout_s: float,
+        reconnect: ReconnectPolicy | None,
+    ) -> None:
+        self._url = url
+        key = api_key or (os.environ.get("OPENAI_API_KEY") if "api.openai.com" in url else None)
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._start_timeout_s = start_timeout_s
+        self._ids = CounterIds()  # shared by every connection's core: ids never repeat
+        self.protocol = LiveProtocol(ids=self._ids)
+        self._reconnect = reconnect
+        self._reconnecting = False  # a fork is being opened after a lost connection
+        self._ws: ClientConnection | None = None
         self._closed = False  # close() was called
         self._ended = False  # the event stream has its close event
         self._send_lock = asyncio.Lock()
