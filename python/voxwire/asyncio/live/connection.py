@@ -41,6 +41,7 @@ from voxwire.asyncio.live.config import DelegationMode, start_config
 from voxwire.asyncio.live.events import LiveEvent, LiveHistoryItem, LiveReconnectedEvent
 from voxwire.asyncio.live.microphone import LiveMicrophone
 from voxwire.asyncio.live.recording import LiveRecording, history_of, initial_items
+from voxwire.asyncio.live.spans import LiveSpans
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
 from voxwire.live import LiveProtocol
@@ -73,6 +74,7 @@ class LiveConnecting:
     _recording: LiveRecording
     _resume_id: str | None
     _history: list[LiveHistoryItem]
+    _spans: LiveSpans
     _restored: int
     _closed: bool
     _ended: bool
@@ -110,6 +112,15 @@ class LiveConnecting:
         except BaseException:
             await self._recording.aclose()
             raise
+        assert self.protocol.session is not None
+        self._spans.started(
+            **{
+                "voxwire.agent": self.agent.name,
+                "gen_ai.request.model": model,
+                "voxwire.delegation": delegation,
+                "voxwire.live.session_id": self.protocol.session.id,
+            }
+        )
         self._tasks.spawn(self._receive(), name="live receive", kind="receive")
         if self._output is not None:
             self._tasks.spawn(self._tick(), name="live transcripts", kind="receive")
@@ -163,6 +174,7 @@ class LiveConnecting:
         if self._ended:
             return
         self._ended = True
+        self._spans.ended(event.reason, event.error)
         self._events.put(event)
         self._events.close()
 
@@ -182,6 +194,8 @@ class LiveConnecting:
             lost = error is not None or self.protocol.close_reason == "connection_lost"
             source = self.protocol.session.id if self.protocol.session is not None else None
             abandoned = self.protocol.connection_lost()
+            for delegation in abandoned:
+                self._spans.delegation_ended(delegation)
             if not lost:
                 self._finish(ev.CloseEvent(reason="server_closed"))
                 return
@@ -220,6 +234,7 @@ class LiveConnecting:
         attempt's error."""
         self._reconnecting = True
         self._timeline_restarted()
+        span = self._spans.reconnect_started(source)
         last = error
         for attempt in range(1, policy.attempts + 1):
             delay_s = policy.delay_s(attempt)
@@ -231,6 +246,14 @@ class LiveConnecting:
                 last = exc
                 continue
             assert self.protocol.session is not None
+            self._spans.tracer.end(
+                span,
+                None,
+                {
+                    "voxwire.reconnect.attempts": attempt,
+                    "voxwire.live.session_id": self.protocol.session.id,
+                },
+            )
             self.emit(
                 LiveReconnectedEvent(
                     session_id=self.protocol.session.id,
@@ -242,6 +265,7 @@ class LiveConnecting:
             self._reconnecting = False
             return None
         self._reconnecting = False
+        self._spans.tracer.end(span, repr(last), {"voxwire.reconnect.attempts": policy.attempts})
         return last
 
     async def _open_fork(self, source: str) -> None:

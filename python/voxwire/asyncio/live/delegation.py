@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -188,9 +187,3 @@ class ClientWork:
                 delegation_id=request.delegation_id, answer=answer.text, spoken=answer.spoken
             )
         )
-
-
-@contextlib.contextmanager
-def no_span(name: str, call_id: str) -> Any:
-    """Tool spans are Realtime's tracing; a Live session has none yet."""
-    yield None

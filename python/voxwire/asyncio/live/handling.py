@@ -31,6 +31,7 @@ from voxwire.asyncio.live.events import (
 )
 from voxwire.asyncio.live.guarding import LiveInputGuard
 from voxwire.asyncio.live.recording import LiveRecording
+from voxwire.asyncio.live.spans import LiveSpans
 from voxwire.asyncio.live.transcripts import HeardClock, TranscriptRelease
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
@@ -69,6 +70,7 @@ class LiveHandling:
     _recording: LiveRecording
     _restored: int  # history items of a resumed conversation (never merged into)
     _guard: LiveInputGuard
+    _spans: LiveSpans
     _refusal_id: str | None  # the refusal commentary's event id, until the server has it
     _spoken: str
     _checked: int
@@ -96,6 +98,7 @@ class LiveHandling:
     def _on_user_words(self, event: se.InputTranscriptDelta) -> None:
         new_turn = not self._history or self._history[-1].role != "user"
         self._guard.user_words(event.delta, new_turn)
+        self._spans.user_words(event.delta, new_turn)
         self._silenced = False
         self._spoken, self._checked = "", 0
         self._user_end_ms = event.end_ms
@@ -109,6 +112,7 @@ class LiveHandling:
     def _on_delegation(self, event: se.DelegationCreated) -> None:
         info = event.delegation
         self._guard.turn_over()
+        self._spans.delegation_created(info.id, info.target)
         self._delegations_started += 1
         self._recording.delegation(msgspec.to_builtins(info))
         self.emit(
@@ -130,6 +134,9 @@ class LiveHandling:
         ):
             owner = self.protocol.delegations.get(event.delegation_id or "")
             self._recording.backend_item(item, owner.response_id if owner else None)
+        delegation = self.protocol.delegations.get(event.delegation_id or "")
+        if delegation is not None:
+            self._spans.delegation_ended(delegation)
         if self._responses is not None:
             for delegation in self.protocol.delegations.open():
                 self._responses.check(delegation)
@@ -161,6 +168,7 @@ class LiveHandling:
     # --- heard transcripts, history, guardrails ------------------------------------------------
 
     def _heard(self, delta: str, start_ms: int, end_ms: int) -> None:
+        self._spans.heard(delta)
         self._remember("assistant", delta, start_ms, end_ms)
         self.emit(
             LiveTranscriptEvent(role="assistant", delta=delta, start_ms=start_ms, end_ms=end_ms)
@@ -210,6 +218,7 @@ class LiveHandling:
     async def input_tripped(self, names: tuple[str, ...], refusal: str | None) -> None:
         """The user's turn tripped the input guardrails (``guarding.py``): silence the answer,
         tell the model, ask it to say the refusal (heard again once the server has it)."""
+        self._spans.input_tripped()
         if self.protocol.state != "active":
             return
         self._silence()

@@ -25,10 +25,11 @@ Live session; going on means a fork of a stored one), input guardrails. See docs
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 from collections.abc import Awaitable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from websockets.asyncio.client import ClientConnection
 
@@ -47,7 +48,6 @@ from voxwire.asyncio.live.delegation import (
     ClientBackend,
     ClientWork,
     ResponsesWork,
-    no_span,
 )
 from voxwire.asyncio.live.events import (
     LiveAudioEvent,
@@ -60,7 +60,9 @@ from voxwire.asyncio.live.guarding import LiveInputGuard, Refusal
 from voxwire.asyncio.live.handling import LiveHandling
 from voxwire.asyncio.live.microphone import LiveMicrophone
 from voxwire.asyncio.live.recording import LiveRecording
+from voxwire.asyncio.live.spans import LiveSpans
 from voxwire.asyncio.live.transcripts import HeardClock, TranscriptRelease
+from voxwire.asyncio.observability.tracing import SessionTracer
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
 from voxwire.exceptions import ConfigurationError
@@ -68,6 +70,9 @@ from voxwire.live import LiveProtocol
 from voxwire.live import server_events as se
 from voxwire.protocol.ids import CounterIds
 from voxwire.store import ConversationStore, SessionSnapshot
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["LiveSession"]
 
@@ -99,6 +104,8 @@ class LiveSession(LiveConnecting, LiveHandling):
         store: ConversationStore | None = None,
         conversation_id: str | None = None,
         input_guardrail_refusal: Refusal = DEFAULT_REFUSAL,
+        tracer_provider: TracerProvider | None = None,
+        tracing_disabled: bool = False,
     ) -> None:
         _check_options(delegation, backend, audio_output, reconnect)
         self.agent = agent
@@ -113,6 +120,10 @@ class LiveSession(LiveConnecting, LiveHandling):
         self._events: EventQueue[LiveEvent] = EventQueue(max_events, droppable=_droppable)
         self._tasks = OwnedTasks(self._task_failed)
         self._approvals = Approvals()
+        tracer = SessionTracer(
+            disabled=tracing_disabled, tracer_provider=tracer_provider, kind="live"
+        )
+        self._spans = LiveSpans(tracer)
         self._guard = LiveInputGuard(self, self._tasks, agent, input_guardrail_refusal)
         self._refusal_id: str | None = None
         self._responses: ResponsesWork | None = None
@@ -306,9 +317,11 @@ class LiveSession(LiveConnecting, LiveHandling):
 
     def answered(self, delegation_id: str, text: str, spoken: bool) -> None:
         self._recording.answer(delegation_id, text, spoken)
+        self._spans.delegation_answered(delegation_id, spoken)
 
-    def tool_span(self, name: str, call_id: str) -> Any:
-        return no_span(name, call_id)
+    def tool_span(self, name: str, call_id: str) -> contextlib.AbstractContextManager[Any]:
+        owner = self.protocol.delegations.call_for(call_id)
+        return self._spans.tracer.tool_span(name, call_id, owner.id if owner else None)
 
     async def send_progress(self, call_id: str, name: str, text: str, respond: bool) -> None:
         # A tool's progress reaches the model as silent context (Responses delegation takes
