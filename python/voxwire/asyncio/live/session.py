@@ -10,16 +10,19 @@ The same shape as :class:`~voxwire.asyncio.RealtimeSession` where the meaning ca
 What carries over: ``async with`` / ``connect`` / ``close``, ``async for event``,
 ``send_audio`` and ``audio_input=`` (a microphone or any audio source), an attached
 :class:`~voxwire.audio.AudioOutput` (transcripts released as the listener hears them),
-``history`` (what the user said and what the listener *heard*),
-``metrics``, function tools with their timeouts, approvals (``approve``/``reject``), tool
-guardrails and ``context``, output guardrails.
+``history`` (what the user said and what the listener *heard*), ``metrics``, function tools
+with their timeouts, approvals (``approve``/``reject``), tool guardrails and ``context``,
+output and input guardrails (input: checked over the transcript as it arrives; the turn's
+delegated work waits for the check), persistence (``store=``, ``snapshot()``,
+:meth:`LiveSession.resume`: the Realtime stores and machinery), reconnection
+(``reconnect=ReconnectPolicy(...)``: a fork of the stored session, ``live_reconnected``),
+OpenTelemetry spans (``voxwire.live.*``).
 
 What does not (GPT-Live decides when to speak and hears interruptions itself): no truncation
 (nothing is sent when the listener interrupts — the model heard it), no ``response.create``
 gating, ``say``/``create_response``, ``send_message`` (Live takes speech; add context with
 :meth:`add_context`), handoffs and ``update_agent`` (instructions and voice are fixed at
-startup), hosted MCP tools, persistence and reconnection (a new socket does not restore a
-Live session; going on means a fork of a stored one), input guardrails. See docs/live.md.
+startup), hosted MCP tools. See docs/live.md.
 """
 
 from __future__ import annotations

@@ -11,7 +11,10 @@ Rules (the Live reference and guides; ``openai.types.live``):
   delegation; ``session.thinking.append`` is silent; a non-null ``delegation_id`` must name a
   client delegation ("not accepted with Responses delegation");
 * ``response.item.create`` / ``response.create`` require Responses delegation;
-* the Decisions API is not emulated: its commands get ``unsupported``.
+* the Decisions API is not emulated: its commands get ``unsupported``;
+* on a fork connection (``/v1/live/sessions/{id}/fork``) ``session.start`` carries overrides
+  of a stored session, which must have ended (:mod:`voxwire.server.core.live_forks`); a
+  session started with ``store: true`` is kept for forking.
 
 Commands tell the pump what takes time: :class:`Speak` (voice a text), :class:`ContinueBackend`
 (run the scripted Responses backend again for a delegation whose tool outputs arrived),
