@@ -6,16 +6,22 @@ documented error shape. Every frame is validated against ``openai.types.live``."
 
 from __future__ import annotations
 
+import asyncio
+import json
+import random
 from typing import Any
 
 import pytest
 from openai import AsyncOpenAI
+from websockets.asyncio.client import connect
 
+from tests.live.mutations import mutate
+from tests.live.samples import CLIENT
 from voxwire.server import RealtimeServer
 from voxwire.server.live import fork_source
 
 from .helpers import FAST, run
-from .test_live_server import Listener
+from .test_live_server import OFFICIAL, Listener
 
 START = {
     "model": "gpt-live-1",
@@ -163,3 +169,60 @@ def test_what_cannot_be_forked() -> None:
 )
 def test_fork_paths(path: str, source: str | None) -> None:
     assert fork_source(path) == source
+
+
+FORK_START = {
+    "type": "session.start",
+    "event_id": "f1",
+    "session": {
+        "store": True,
+        "audio": {"format": {"type": "audio/pcm", "rate": 24000}},
+        "delegation": {"type": "responses", "responses": {"instructions": "Be exact."}},
+    },
+}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_mutated_frames_never_close_a_fork_connection(seed: int) -> None:
+    rng = random.Random(seed)
+    kinds = sorted(k for k in CLIENT if k not in ("session.close", "session.start"))
+    hostile = [
+        mutate(rng, FORK_START if rng.random() < 0.5 else CLIENT[rng.choice(kinds)])
+        for _ in range(300)
+    ]
+
+    async def body() -> None:
+        async with RealtimeServer(tts=None, transcriber=None, pacing=FAST) as server:
+            source = await stored_session(official(server))
+            async with connect(f"{server.base_url}/live/sessions/{source}/fork") as ws:
+                for frame in hostile:
+                    await ws.send(frame)
+                await ws.send(json.dumps({"type": "session.start", "session": {}}))
+                await ws.send(
+                    json.dumps(
+                        {
+                            "type": "session.commentary.append",
+                            "content": "Still here.",
+                            "delegation_id": None,
+                        }
+                    )
+                )
+                seen: list[Any] = []
+
+                async def until_spoken() -> None:
+                    while True:
+                        event = OFFICIAL.validate_json(await ws.recv())
+                        seen.append(event)
+                        if (
+                            event.type == "session.output_transcript.delta"
+                            and event.delta == "Still here."
+                        ):
+                            return
+
+                await asyncio.wait_for(until_spoken(), 30)
+            assert any(e.type == "session.started" for e in seen)
+            errors = [e for e in seen if e.type == "error"]
+            assert errors
+            assert all(e.error.type == "invalid_request_error" for e in errors)
+
+    run(body())

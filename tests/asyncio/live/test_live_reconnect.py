@@ -8,14 +8,17 @@ are abandoned; without a policy, or when every attempt fails, the session ends."
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from tests.fuzz.proxy import HostileProxy, hostile_proxy
+from tests.live.samples import SERVER, SESSION
 from voxwire.agents import RealtimeAgent, function_tool
 from voxwire.asyncio import (
     CloseEvent,
@@ -228,3 +231,40 @@ def test_reconnection_options() -> None:
     assert fork_url("ws://127.0.0.1:9/v1/live/sessions/?x=1", "s") == (
         "ws://127.0.0.1:9/v1/live/sessions/s/fork?x=1"
     )
+
+
+def test_a_session_closed_for_connection_lost_is_forked_too() -> None:
+    """The hosted service may end the session itself with ``session.closed`` reason
+    ``connection_lost`` (an upstream disconnection): a mock of it (the hosted service is the one
+    thing mocked) ends the first session that way and serves the fork."""
+    paths: list[str] = []
+    starts: list[dict[str, Any]] = []
+
+    async def hosted(ws: ServerConnection) -> None:
+        assert ws.request is not None
+        paths.append(ws.request.path)
+        start = json.loads(await ws.recv())
+        starts.append(start)
+        forked = ws.request.path.endswith("/fork")
+        session = {**SESSION, "id": "sess_2" if forked else "sess_1", "store": True}
+        await ws.send(json.dumps({**SERVER["session.started"], "session": session}))
+        if not forked:
+            closed = {**SERVER["session.closed"], "reason": "connection_lost", "session": session}
+            await ws.send(json.dumps(closed))
+        await ws.wait_closed()
+
+    async def body() -> None:
+        async with serve(hosted, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            url = f"ws://127.0.0.1:{port}/v1/live/sessions"
+            async with LiveSession(WEATHER_AGENT, url=url, reconnect=FAST) as session:
+                events = await until(session, seen(LiveReconnectedEvent))
+                done = events[-1]
+                assert (done.forked_from, done.session_id) == ("sess_1", "sess_2")
+                [reconnecting] = [e for e in events if isinstance(e, ReconnectingEvent)]
+                assert reconnecting.error is None  # the server said so; nothing failed here
+        assert paths == ["/v1/live/sessions", "/v1/live/sessions/sess_1/fork"]
+        assert starts[0]["session"]["store"] is True
+        assert starts[1]["session"] == {}
+
+    run(body())
