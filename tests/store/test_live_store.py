@@ -20,7 +20,7 @@ from tests.asyncio.live.test_live_session import (
 )
 from voxwire.agents import RealtimeAgent
 from voxwire.asyncio.live import DelegationRequest, LiveSession
-from voxwire.exceptions import InvalidState, StoreError
+from voxwire.exceptions import ConnectionFailed, ConversationExists, InvalidState, StoreError
 from voxwire.server import Pacing, RealtimeServer
 from voxwire.server.engines.transcribe import WhisperTranscriber
 
@@ -104,6 +104,33 @@ def test_a_live_conversation_is_stored_and_resumed(backend: Backend) -> None:
                     "Hello there.",
                     "Welcome back.",
                 ]
+                # a new session on a conversation that holds items is refused, saying how
+                again = LiveSession(
+                    PLAIN,
+                    url=url,
+                    delegation="client",
+                    backend=_backend,
+                    store=store,
+                    conversation_id=conversation,
+                )
+                with pytest.raises(ConversationExists, match=r"LiveSession\.resume"):
+                    await again.connect()
+                # a resume the server refuses gives the lease back: resuming works after it
+                refused = LiveSession.resume(
+                    store,
+                    conversation,
+                    PLAIN,
+                    url=url,
+                    model="gpt-realtime",
+                    delegation="client",
+                    backend=_backend,
+                )
+                with pytest.raises(ConnectionFailed, match="refused"):
+                    await refused.connect()
+                async with LiveSession.resume(
+                    store, conversation, PLAIN, url=url, delegation="client", backend=_backend
+                ) as last:
+                    assert len(last.history) == 2
             finally:
                 await store.close()
 

@@ -101,16 +101,16 @@ class LiveConnecting:
         )
         if self._reconnect is not None:
             config["store"] = True  # a fork needs the stored session
-        snapshot = await self._recording.start(self.agent, self._resume_id)
-        if snapshot is not None:
-            config["input"] = initial_items(snapshot) or None
-            self._history[:] = history_of(snapshot)
-            self._restored = len(self._history)
         self._setup_work(resolved)
         try:
+            snapshot = await self._recording.start(self.agent, self._resume_id)
+            if snapshot is not None:
+                config["input"] = initial_items(snapshot) or None
+                self._history[:] = history_of(snapshot)
+                self._restored = len(self._history)
             await self._open(config)
         except BaseException:
-            await self._recording.aclose()
+            await self._recording.aclose()  # the conversation's lease goes back
             raise
         assert self.protocol.session is not None
         self._spans.started(

@@ -64,6 +64,11 @@ class LiveInputGuard:
     def active(self) -> bool:
         return bool(self._agent.input_guardrails)
 
+    @property
+    def tripped(self) -> bool:
+        """Whether the current user turn tripped a guardrail."""
+        return self._tripped
+
     def user_words(self, delta: str, new_turn: bool) -> None:
         """A user transcript delta (``new_turn``: the first since the assistant's turn)."""
         if not self.active:

@@ -99,7 +99,8 @@ class LiveHandling:
         new_turn = not self._history or self._history[-1].role != "user"
         self._guard.user_words(event.delta, new_turn)
         self._spans.user_words(event.delta, new_turn)
-        self._silenced = False
+        if not self._guard.tripped:  # a tripped turn stays silenced while the user goes on
+            self._silenced = False
         self._spoken, self._checked = "", 0
         self._user_end_ms = event.end_ms
         self._remember("user", event.delta, event.start_ms, event.end_ms)

@@ -37,6 +37,7 @@ import voxwire.asyncio.events as ev
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.asyncio.live.events import LiveHistoryItem
 from voxwire.asyncio.persistence.recording import Persistence
+from voxwire.exceptions import ConversationExists
 from voxwire.store import DEFAULT_LEASE_TTL_S, ConversationStore, SessionSnapshot
 
 __all__ = ["LiveRecording", "history_of", "initial_items"]
@@ -77,7 +78,15 @@ class LiveRecording:
         """A new conversation, or the stored one ``resume`` (its snapshot: what to go on from)."""
         persistence = self._persistence
         if resume is None:
-            await persistence.start_new(agent)
+            try:
+                await persistence.start_new(agent)
+            except ConversationExists as exc:
+                raise ConversationExists(
+                    f"{exc}. A Live conversation goes on with LiveSession.resume(store, "
+                    "conversation_id, agent)",
+                    store=exc.store,
+                    conversation_id=exc.conversation_id,
+                ) from None
             return None
         assert persistence.store is not None
         await persistence.take(resume)
