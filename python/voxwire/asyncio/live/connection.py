@@ -193,7 +193,9 @@ class LiveConnecting:
             error = await self._pump()
             lost = error is not None or self.protocol.close_reason == "connection_lost"
             source = self.protocol.session.id if self.protocol.session is not None else None
-            abandoned = self.protocol.connection_lost()
+            self.protocol.connection_lost()
+            # abandoned now, or by the server's session.closed before
+            abandoned = [d for d in self.protocol.delegations if d.status == "abandoned"]
             for delegation in abandoned:
                 self._spans.delegation_ended(delegation)
             if not lost:
