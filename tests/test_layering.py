@@ -293,8 +293,9 @@ ASYNCIO_ROOMS: dict[str, set[str]] = {
     "audio": {"events", "observability"},
     "agents": {"events", "observability"},
     "persistence": {"events", "agents"},
-    # GPT-Live sessions: reuse the tool machinery, the events and the audio output.
-    "live": {"events", "agents", "observability", "audio"},
+    # GPT-Live sessions: reuse the tool machinery, the events, the audio output, the
+    # reconnection policy and the persistence machinery.
+    "live": {"events", "agents", "observability", "audio", "connection", "persistence"},
 }
 
 MAX_FILE_LINES = 600

@@ -5,6 +5,10 @@ The client (a ``RealtimeSession``) talks to the proxy as to a server; the proxy 
 frame both ways, in order, and :meth:`HostileProxy.inject` sends frames of its own to the client
 between two of the server's. So a session meets mutated frames mid-conversation and then has a
 real server to finish a clean turn with.
+
+:meth:`HostileProxy.cut` kills the client's connection mid-conversation (no close frame: the
+client sees 1006, as after a network failure); the server's side is closed after it, at once
+or, while :attr:`HostileProxy.upstream_open` is cleared, only once it is set again.
 """
 
 from __future__ import annotations
@@ -30,6 +34,14 @@ class HostileProxy:
         self._lock = asyncio.Lock()  # one writer to the client: forwarded and injected frames
         self.url = ""
         self.connected = asyncio.Event()
+        self.upstream_open = asyncio.Event()  # cleared: a cut client's upstream stays open
+        self.upstream_open.set()
+        self.paths: list[str] = []  # every connection's path, in order
+
+    def cut(self) -> None:
+        """Abort the client's connection now (the server's side follows: see the module)."""
+        assert self._client is not None, "no client is connected"
+        self._client.transport.abort()
 
     async def inject(self, frames: Sequence[Frame]) -> None:
         """Send ``frames`` to the client now, between two of the server's frames."""
@@ -41,6 +53,7 @@ class HostileProxy:
     async def _handle(self, client: ServerConnection) -> None:
         assert client.request is not None
         path = client.request.path
+        self.paths.append(path)
         async with connect(self._upstream_url + path, max_size=None) as server:
             self._client = client
             self.connected.set()
@@ -53,7 +66,9 @@ class HostileProxy:
                 down.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await down
-                self._client = None
+                if self._client is client:
+                    self._client = None
+                await self.upstream_open.wait()
 
     async def _down(self, server: ClientConnection, client: ServerConnection) -> None:
         with contextlib.suppress(ConnectionClosed):

@@ -9,6 +9,7 @@ Frames in (:meth:`LiveProtocol.receive_text`), typed events out
 from voxwire.live import client_events, server_events
 from voxwire.live.codec import (
     decode_client_event,
+    decode_fork_client_event,
     decode_server_event,
     encode_event,
     unknown_fields,
@@ -17,6 +18,7 @@ from voxwire.live.delegations import Answer, Delegation, DelegationBook, Functio
 from voxwire.live.objects import (
     ClientDelegation,
     DecisionsDelegation,
+    ForkSessionConfig,
     LiveSessionConfig,
     LiveSessionResource,
     ResponsesBackend,
@@ -31,6 +33,7 @@ __all__ = [
     "DecisionsDelegation",
     "Delegation",
     "DelegationBook",
+    "ForkSessionConfig",
     "FunctionCall",
     "LiveProtocol",
     "LiveSessionConfig",
@@ -41,6 +44,7 @@ __all__ = [
     "SessionUsage",
     "client_events",
     "decode_client_event",
+    "decode_fork_client_event",
     "decode_server_event",
     "encode_event",
     "server_events",

@@ -11,14 +11,16 @@ from typing import Any, get_args
 
 from msgspec import Struct
 
-from voxwire.live.objects import LiveSessionConfig
+from voxwire.live.objects import ForkSessionConfig, LiveSessionConfig
 
 __all__ = [
     "CLIENT_EVENT_TYPES",
+    "FORK_CLIENT_EVENT_TYPES",
     "CommentaryAppend",
     "DecisionCreate",
     "DecisionItemCreate",
     "DecisionItemDelete",
+    "ForkSessionStart",
     "InputAudioAppend",
     "InputAudioMute",
     "InputAudioUnmute",
@@ -49,6 +51,14 @@ class SessionStart(_ClientEvent, tag="session.start", frozen=True, kw_only=True)
     """The first event of a primary connection: the model and the startup configuration."""
 
     session: LiveSessionConfig
+
+
+class ForkSessionStart(_ClientEvent, tag="session.start", frozen=True, kw_only=True):
+    """The first event of a fork connection (``/v1/live/sessions/{id}/fork``): overrides of the
+    stored session's configuration, empty to inherit it (``ForkSessionStartEvent``). A fork
+    connection takes the same events as a primary one after it (``ForkClientEvent``)."""
+
+    session: ForkSessionConfig
 
 
 class SessionUpdate(_ClientEvent, tag="session.update", frozen=True, kw_only=True):
@@ -150,4 +160,10 @@ LiveClientEvent = (
 #: Wire ``type`` -> class.
 CLIENT_EVENT_TYPES: dict[str, type[_ClientEvent]] = {
     str(cls.__struct_config__.tag): cls for cls in get_args(LiveClientEvent)
+}
+
+#: Wire ``type`` -> class on a fork connection: ``session.start`` carries overrides only.
+FORK_CLIENT_EVENT_TYPES: dict[str, type[_ClientEvent]] = {
+    **CLIENT_EVENT_TYPES,
+    "session.start": ForkSessionStart,
 }

@@ -21,7 +21,12 @@ from typing import Any, Final, Union
 import msgspec
 from msgspec import Struct
 
-from voxwire.live.client_events import CLIENT_EVENT_TYPES, LiveClientEvent
+from voxwire.live.client_events import (
+    CLIENT_EVENT_TYPES,
+    FORK_CLIENT_EVENT_TYPES,
+    ForkSessionStart,
+    LiveClientEvent,
+)
 from voxwire.live.server_events import (
     SERVER_EVENT_TYPES,
     LiveReceivedEvent,
@@ -38,6 +43,7 @@ from voxwire.protocol.server_events import ProtocolErrorEvent, UnknownServerEven
 
 __all__ = [
     "decode_client_event",
+    "decode_fork_client_event",
     "decode_server_event",
     "encode_event",
     "unknown_fields",
@@ -51,6 +57,7 @@ def _union(types: tuple[type, ...]) -> Any:
 
 _SERVER_UNION: Final = _union(tuple(SERVER_EVENT_TYPES.values()))
 _CLIENT_UNION: Final = _union(tuple(CLIENT_EVENT_TYPES.values()))
+_FORK_UNION: Final = _union(tuple(FORK_CLIENT_EVENT_TYPES.values()))
 # Event types that can hold free-form JSON (a session's tools, a nested Responses event): their
 # frames are checked against the shared bounds on nesting and size (voxwire.protocol.limits).
 _FREE_FORM: Final = frozenset(
@@ -60,6 +67,7 @@ _FREE_FORM: Final = frozenset(
 )
 _server_decoder: Final = msgspec.json.Decoder(_SERVER_UNION)
 _client_decoder: Final = msgspec.json.Decoder(_CLIENT_UNION)
+_fork_decoder: Final = msgspec.json.Decoder(_FORK_UNION)
 _encoder: Final = msgspec.json.Encoder()
 
 
@@ -80,21 +88,39 @@ def decode_server_event(data: str | bytes) -> LiveReceivedEvent:
 def decode_client_event(data: str | bytes) -> LiveClientEvent | ProtocolErrorEvent:
     """Decode one Live client frame (for the server side). Never raises; an unknown ``type`` is
     a protocol error here, since a server must refuse what it does not know."""
+    decoded: LiveClientEvent | ProtocolErrorEvent = _decode_client(
+        data, _client_decoder, CLIENT_EVENT_TYPES
+    )
+    return decoded
+
+
+def decode_fork_client_event(
+    data: str | bytes,
+) -> LiveClientEvent | ForkSessionStart | ProtocolErrorEvent:
+    """:func:`decode_client_event` for a fork connection, whose ``session.start`` carries
+    overrides of a stored session (:class:`~voxwire.live.client_events.ForkSessionStart`)."""
+    decoded: LiveClientEvent | ForkSessionStart | ProtocolErrorEvent = _decode_client(
+        data, _fork_decoder, FORK_CLIENT_EVENT_TYPES
+    )
+    return decoded
+
+
+def _decode_client(
+    data: str | bytes, decoder: msgspec.json.Decoder[Any], types: Mapping[str, type[Struct]]
+) -> Any:
     problem = _frame_problem(data)
     if problem is not None:
         return problem
     try:
-        event: LiveClientEvent = _client_decoder.decode(data)
+        event = decoder.decode(data)
     except (msgspec.DecodeError, RecursionError, UnicodeError) as exc:
-        slow: LiveClientEvent | ProtocolErrorEvent = _decode_slowly(
-            data, CLIENT_EVENT_TYPES, exc, server=False
-        )
-        return slow
-    checked: LiveClientEvent | ProtocolErrorEvent = _kept(event, data)
-    return checked
+        return _decode_slowly(data, types, exc, server=False)
+    return _kept(event, data)
 
 
-def unknown_fields(event: LiveReceivedEvent | LiveClientEvent) -> dict[str, Any]:
+def unknown_fields(
+    event: LiveReceivedEvent | LiveClientEvent | ForkSessionStart,
+) -> dict[str, Any]:
     """The fields of a decoded event that this SDK does not model, by JSON path (for example
     ``{"session.audio.output.speed": 1.1}``); every field but ``type``/``event_id`` of an
     :class:`UnknownServerEvent`; nothing for a protocol error or an event built here."""
@@ -105,7 +131,7 @@ def unknown_fields(event: LiveReceivedEvent | LiveClientEvent) -> dict[str, Any]
     return struct_unknown_fields(event)
 
 
-def encode_event(event: LiveClientEvent | LiveServerEvent) -> str:
+def encode_event(event: LiveClientEvent | ForkSessionStart | LiveServerEvent) -> str:
     """The JSON text frame of a client or server event (audio bytes become base64)."""
     return _encoder.encode(event).decode()
 

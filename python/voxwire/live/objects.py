@@ -28,6 +28,7 @@ __all__ = [
     "DelegationConfig",
     "DelegationInfo",
     "DelegationTarget",
+    "ForkSessionConfig",
     "LiveErrorInfo",
     "LiveSessionConfig",
     "LiveSessionResource",
@@ -159,6 +160,18 @@ class LiveSessionResource(LiveSessionConfig, frozen=True, kw_only=True):
     id: str
     expires_at: int
     status: str  # always "active" in the reference, also in session.closed's snapshot
+
+
+class ForkSessionConfig(_Object, frozen=True, kw_only=True):
+    """A fork's ``session.start`` ``session`` (``openai.types.live.ForkSessionConfig``): overrides
+    of the stored session's settings; empty inherits them all (the model, voice, instructions
+    and the prior conversation always come from the stored session). ``delegation`` may only
+    update a Responses backend (its owner cannot change); ``client`` is for WebRTC forks only."""
+
+    audio: AudioConfig | None = None
+    client: dict[str, Any] | None = None
+    delegation: dict[str, Any] | None = None
+    store: bool | None = None
 
 
 class DelegationInfo(_Object, frozen=True, kw_only=True):

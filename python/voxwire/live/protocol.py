@@ -41,6 +41,7 @@ from voxwire.live.client_events import (
     DecisionCreate,
     DecisionItemCreate,
     DecisionItemDelete,
+    ForkSessionStart,
     InputAudioAppend,
     InputAudioMute,
     InputAudioUnmute,
@@ -60,6 +61,7 @@ from voxwire.live.objects import (
     IMMUTABLE_FIELDS,
     UPDATABLE_FIELDS,
     DelegationTarget,
+    ForkSessionConfig,
     LiveSessionConfig,
     LiveSessionResource,
     SessionUsage,
@@ -158,6 +160,18 @@ class LiveProtocol:
         config = session if isinstance(session, LiveSessionConfig) else _start_config(session)
         event_id = self._queue(SessionStart(event_id=self._ids("event"), session=config))
         self._requested = config
+        self._state = "starting"
+        return event_id
+
+    def send_fork_start(self, overrides: Mapping[str, Any] | None = None) -> str:
+        """Queue a fork's ``session.start`` (the first event on
+        ``/v1/live/sessions/{id}/fork``): ``overrides`` of the stored session's ``audio``,
+        ``client``, ``delegation``, ``store``; none inherits them all. The configuration is
+        known once ``session.started`` reports it (the model is always the stored one's)."""
+        if self._state != "idle":
+            raise InvalidState(f"session.start was already sent (the session is {self._state})")
+        config = _fork_config(overrides or {})
+        event_id = self._queue(ForkSessionStart(event_id=self._ids("event"), session=config))
         self._state = "starting"
         return event_id
 
@@ -271,7 +285,7 @@ class LiveProtocol:
 
     # --- rules ----------------------------------------------------------------------------------
 
-    def _queue(self, event: LiveClientEvent) -> str:
+    def _queue(self, event: LiveClientEvent | ForkSessionStart) -> str:
         assert event.event_id is not None  # every queued command gets one from the factory
         self._outgoing.append(encode_event(event))
         self._pending[event.event_id] = str(type(event).__struct_config__.tag)
@@ -409,6 +423,22 @@ def _start_config(session: Mapping[str, Any]) -> LiveSessionConfig:
         return msgspec.convert(dict(session), LiveSessionConfig)
     except msgspec.ValidationError as exc:
         raise ConfigurationError(f"invalid Live session configuration: {exc}") from None
+
+
+def _fork_config(overrides: Mapping[str, Any]) -> ForkSessionConfig:
+    if not isinstance(overrides, Mapping):
+        raise ConfigurationError(f"the overrides are a mapping, got {type(overrides).__name__}")
+    unknown = sorted(set(overrides) - set(ForkSessionConfig.__struct_fields__))
+    if unknown:
+        raise ConfigurationError(
+            f"a fork's session.start does not take {', '.join(map(repr, unknown))}: the model, "
+            "voice, instructions and conversation come from the stored session; it may "
+            "override only " + ", ".join(ForkSessionConfig.__struct_fields__)
+        )
+    try:
+        return msgspec.convert(dict(overrides), ForkSessionConfig)
+    except msgspec.ValidationError as exc:
+        raise ConfigurationError(f"invalid fork overrides: {exc}") from None
 
 
 _Handler = Callable[[LiveProtocol, Any], None]

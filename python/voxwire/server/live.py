@@ -17,7 +17,12 @@ The rule's ``say`` beside a ``call`` is spoken first, as the model's acknowledge
 Speech goes out paced by the server's :class:`~voxwire.server.responses.Pacing`
 (``audio_pace``: multiple of real time; 0 sends at once). Full duplex: the user's speech
 starting while the model speaks stops it — the model hears the interruption — and the words it
-did not get to are never sent. Not emulated: Decisions, forks, sideband and WebRTC.
+did not get to are never sent.
+
+A session started with ``store: true`` is kept (configuration and conversation) and, once its
+connection has ended, can be forked on ``/v1/live/sessions/{id}/fork`` — the hosted service's
+way of going on after a lost connection (:mod:`voxwire.server.core.live_forks`). Not emulated:
+Decisions, sideband and WebRTC.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from websockets.exceptions import ConnectionClosed
 
 from voxwire.live import server_events as se
 from voxwire.live.client_events import InputAudioAppend
-from voxwire.live.codec import decode_client_event, encode_event
+from voxwire.live.codec import decode_client_event, decode_fork_client_event, encode_event
 from voxwire.protocol import FunctionCallItem, FunctionCallOutputItem, InputText, MessageItem
 from voxwire.protocol.items import Item
 from voxwire.server.connection import ConnectionSettings
@@ -47,15 +52,28 @@ from voxwire.server.core.live import (
     Out,
     Speak,
 )
+from voxwire.server.core.live_forks import LiveSessionStore
 from voxwire.server.core.turn import CallTool, Say, Turn
 from voxwire.server.core.turn_detection import SpeechStarted, SpeechStopped
 from voxwire.server.engines.vad import TurnDetector
 
-__all__ = ["LIVE_PATH", "LiveConnection"]
+__all__ = ["LIVE_PATH", "LiveConnection", "fork_source"]
 
 log = logging.getLogger("voxwire.server.live")
 
 LIVE_PATH = "/v1/live/sessions"
+_FORK_SUFFIX = "/fork"
+
+
+def fork_source(path: str) -> str | None:
+    """The stored session id of a fork path (``/v1/live/sessions/{id}/fork``), else ``None``."""
+    prefix = LIVE_PATH + "/"
+    if not (path.startswith(prefix) and path.endswith(_FORK_SUFFIX)):
+        return None
+    session_id = path[len(prefix) : -len(_FORK_SUFFIX)]
+    return session_id if session_id and "/" not in session_id else None
+
+
 _CHUNK_MS = 100
 _VAD = {"audio": {"input": {"turn_detection": {"type": "server_vad", "silence_duration_ms": 500}}}}
 
@@ -63,11 +81,18 @@ _VAD = {"audio": {"input": {"turn_detection": {"type": "server_vad", "silence_du
 class LiveConnection:
     """Serves one Live websocket until it closes."""
 
-    def __init__(self, ws: ServerConnection, settings: ConnectionSettings) -> None:
+    def __init__(
+        self,
+        ws: ServerConnection,
+        settings: ConnectionSettings,
+        stored: LiveSessionStore | None = None,
+        fork_of: str | None = None,
+    ) -> None:
         self._ws = ws
         self._settings = settings
         ids = ServerIds(settings.ids_seed)
-        self._core = LiveServerSession(ids)
+        self._core = LiveServerSession(ids, stored, fork_of)
+        self._decode = decode_client_event if fork_of is None else decode_fork_client_event
         self._detector = TurnDetector.from_session(_VAD, ids)
         self._input = bytearray()  # the whole input timeline (bounded by the session's length)
         self._speech_start_ms: int | None = None
@@ -100,9 +125,10 @@ class LiveConnection:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
             await self._ws.close()
+            self._core.ended()
 
     async def _receive(self, frame: str | bytes) -> None:
-        event = decode_client_event(frame)
+        event = self._decode(frame)
         if isinstance(event, InputAudioAppend) and self._core.session is not None:
             if not self._core.closed:
                 self._hear(event.audio)
@@ -157,6 +183,7 @@ class LiveConnection:
         text = await self._transcribe(speech, start_ms, end_ms)
         if not text.strip():
             return
+        self._core.said("user", text.strip())
         user = MessageItem(role="user", content=[InputText(text=text)])
         outputs = await self._settings.responder.respond(self._turn_of([user]))
         calls = [(o.name, o.arguments) for o in outputs if isinstance(o, CallTool)]
@@ -262,18 +289,25 @@ class LiveConnection:
             )
 
     async def _say_paced(self, timed: list[se.LiveServerEvent], start_ms: int) -> int:
-        """Send an utterance's events; returns where on the timeline it ended."""
+        """Send an utterance's events; returns where on the timeline it ended. What was said
+        (the words sent) joins the conversation of a stored session."""
         heard_from = self._barge_ins
         end_ms = start_ms
-        for event in timed:
-            if self._barge_ins != heard_from:
-                break  # the user spoke: the rest is not said
-            await self._send([event])
-            if isinstance(event, se.OutputAudioDelta):
-                end_ms = event.end_ms or end_ms
-                await asyncio.sleep(self._settings.pacing.audio_interval_s(_CHUNK_MS))
-            else:
-                end_ms = max(end_ms, getattr(event, "end_ms", end_ms))
+        words: list[str] = []
+        try:
+            for event in timed:
+                if self._barge_ins != heard_from:
+                    break  # the user spoke: the rest is not said
+                await self._send([event])
+                if isinstance(event, se.OutputAudioDelta):
+                    end_ms = event.end_ms or end_ms
+                    await asyncio.sleep(self._settings.pacing.audio_interval_s(_CHUNK_MS))
+                else:
+                    if isinstance(event, se.OutputTranscriptDelta):
+                        words.append(event.delta)
+                    end_ms = max(end_ms, getattr(event, "end_ms", end_ms))
+        finally:
+            self._core.said("assistant", "".join(words).strip())
         return end_ms
 
     def _transcript(self, text: str, start_ms: int, end_ms: int) -> se.OutputTranscriptDelta:

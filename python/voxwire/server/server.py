@@ -32,12 +32,13 @@ from voxwire.logs import redacted_logger
 from voxwire.server.connection import ConnectionSettings, RealtimeConnection
 from voxwire.server.core.config import DEFAULT_MODEL
 from voxwire.server.core.input_buffer import MAX_APPEND_BYTES
+from voxwire.server.core.live_forks import LiveSessionStore
 from voxwire.server.core.mcp import McpServers
 from voxwire.server.engines.responder import Responder, RulesResponder, Scenario
 from voxwire.server.engines.transcribe import Transcriber, WhisperTranscriber
 from voxwire.server.engines.tts import ENGINES, Voice
 from voxwire.server.faults import Fault
-from voxwire.server.live import LIVE_PATH, LiveConnection
+from voxwire.server.live import LIVE_PATH, LiveConnection, fork_source
 from voxwire.server.responses import Pacing
 
 __all__ = ["RealtimeServer"]
@@ -126,6 +127,8 @@ class RealtimeServer:
         self._max_session_s, self._seed = max_session_s, seed
         self._faults = tuple(faults)
         self._connections: dict[ServerConnection, RealtimeConnection] = {}
+        self.live_sessions = LiveSessionStore()
+        """The Live sessions started with ``store: true``, forkable once ended."""
         self._server: Server | None = None
         self._voice: Voice | None = None
         self._transcriber_option = transcriber
@@ -171,9 +174,9 @@ class RealtimeServer:
 
         async def handler(ws: ServerConnection) -> None:
             assert ws.request is not None
-            if urlsplit(ws.request.path).path == LIVE_PATH:  # GPT-Live (server/live.py)
-                await LiveConnection(ws, settings).serve()
-                return
+            if _is_live(ws.request.path):  # GPT-Live (server/live.py), a fork too
+                fork_of = fork_source(urlsplit(ws.request.path).path)
+                return await LiveConnection(ws, settings, self.live_sessions, fork_of).serve()
             query = parse_qs(urlsplit(ws.request.path).query)
             model = query.get("model", [DEFAULT_MODEL])[0]
             call_id = query.get("call_id", [None])[0]
@@ -276,7 +279,7 @@ class RealtimeServer:
 
     def _check_request(self, ws: ServerConnection, request: Request) -> Response | None:
         path = urlsplit(request.path).path
-        if path not in PATHS and path != LIVE_PATH:
+        if path not in PATHS and not _is_live(path):
             return _json_response(
                 ws,
                 HTTPStatus.NOT_FOUND,
@@ -356,3 +359,9 @@ def _json_response(ws: ServerConnection, status: HTTPStatus, code: str, message:
     del response.headers["Content-Type"]
     response.headers["Content-Type"] = "application/json"
     return response
+
+
+def _is_live(path: str) -> bool:
+    """A GPT-Live endpoint: the sessions path, or a stored session's fork."""
+    path = urlsplit(path).path
+    return path == LIVE_PATH or fork_source(path) is not None

@@ -196,6 +196,33 @@ class ConversationRecorder:
         self._sdk_output_calls.add(call_id)
         return [PutOutput(call_id=call_id, output=output)]
 
+    def record_item(
+        self,
+        item_id: str,
+        wire: dict[str, Any],
+        *,
+        origin: Origin,
+        response_id: str | None = None,
+        transcripts: dict[int, str] | None = None,
+    ) -> list[StoreOp]:
+        """An item that reaches the store by the session rather than by a Realtime server event
+        (a GPT-Live session's transcripts, delegations and backend calls): appended when
+        ``item_id`` is new, else replaced where it stands; written only if it changed."""
+        if item_id not in self._items:
+            self._order.append(item_id)
+            ops, position = self._position_at(len(self._order) - 1)
+        else:
+            ops, position = [], self._items[item_id].position
+        stored = StoredItem(
+            id=item_id,
+            position=position,
+            wire=wire,
+            transcripts=transcripts or {},
+            response_id=response_id,
+            origin=origin,
+        )
+        return ops + self._put(stored)
+
     def add_audio(self, item_id: str, content_index: int, pcm: bytes) -> None:
         """Audio of an item's part that the session has and the server does not send back (the
         user's input audio); stored with the item's next write if audio recording is on."""

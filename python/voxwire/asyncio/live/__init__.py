@@ -15,6 +15,7 @@ from voxwire.asyncio.live.events import (
     LiveGuardrailTrippedEvent,
     LiveHistoryItem,
     LiveMetrics,
+    LiveReconnectedEvent,
     LiveTranscriptEvent,
     LiveUsageEvent,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "LiveGuardrailTrippedEvent",
     "LiveHistoryItem",
     "LiveMetrics",
+    "LiveReconnectedEvent",
     "LiveSession",
     "LiveTranscriptEvent",
     "LiveUsageEvent",

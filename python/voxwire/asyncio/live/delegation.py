@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -70,6 +69,18 @@ class WorkHost(Protocol):
 
     def spawn(self, work: Awaitable[None], name: str) -> None: ...
 
+    async def may_run(self) -> bool:
+        """Whether the current user turn's work may run (its input guardrails passed)."""
+
+    def refused_output(self) -> str:
+        """What the backend gets for a call of a turn the input guardrails refused."""
+
+    def delivered(self, call_id: str, output: str) -> None:
+        """A function call's output was sent to the backend (recorded)."""
+
+    def answered(self, delegation_id: str, text: str, spoken: bool) -> None:
+        """A client delegation's answer was sent (recorded)."""
+
 
 class ResponsesWork:
     """Runs the Responses backend's function calls with the agent's tools."""
@@ -95,7 +106,15 @@ class ResponsesWork:
 
     async def _run(self, delegation: Delegation, call_id: str, name: str, arguments: str) -> None:
         tool = self._agent.tools.get(name)
-        if tool is None:
+        if not await self._host.may_run():
+            outcome = CallOutcome(
+                call_id=call_id,
+                name=name,
+                arguments=arguments,
+                output=self._host.refused_output(),
+                is_error=True,
+            )
+        elif tool is None:
             outcome = CallOutcome(
                 call_id=call_id,
                 name=name,
@@ -115,13 +134,15 @@ class ResponsesWork:
         if any(call_id not in ready for call_id in delegation.pending_calls):
             return  # the backend continues once every pending call has its output
         protocol = self._host.protocol
-        if protocol.state != "active":
-            return
+        if protocol.state != "active" or protocol.delegations.get(delegation.id) is not delegation:
+            return  # closed, or abandoned with a lost connection (a fork does not continue it)
         for call_id, output in ready.items():
             protocol.send_function_output(call_id, output)
-        ready.clear()
         protocol.send_response_create()
         await self._host.flush()
+        for call_id, output in ready.items():
+            self._host.delivered(call_id, output)
+        ready.clear()
 
 
 class ClientWork:
@@ -137,6 +158,8 @@ class ClientWork:
         self._host.spawn(self._answer(request), f"delegation {delegation.id}")
 
     async def _answer(self, request: DelegationRequest) -> None:
+        if not await self._host.may_run():
+            return  # the input guardrails refused the turn: the backend is not asked
         try:
             answer = await self._backend(request)
         except Exception as exc:  # the application's code: reported, the session goes on
@@ -153,19 +176,14 @@ class ClientWork:
         if isinstance(answer, str):
             answer = DelegationAnswer(answer)
         protocol = self._host.protocol
-        if protocol.state != "active":
-            return
+        if protocol.state != "active" or protocol.delegations.get(request.delegation_id) is None:
+            return  # closed, or abandoned with a lost connection (a fork does not continue it)
         send = protocol.send_commentary if answer.spoken else protocol.send_thinking
         send(answer.text, request.delegation_id)
         await self._host.flush()
+        self._host.answered(request.delegation_id, answer.text, answer.spoken)
         self._host.emit(
             DelegationAnsweredEvent(
                 delegation_id=request.delegation_id, answer=answer.text, spoken=answer.spoken
             )
         )
-
-
-@contextlib.contextmanager
-def no_span(name: str, call_id: str) -> Any:
-    """Tool spans are Realtime's tracing; a Live session has none yet."""
-    yield None

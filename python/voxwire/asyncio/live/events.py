@@ -18,6 +18,7 @@ from voxwire.agents.guardrail import GuardrailResult
 from voxwire.asyncio.events import (
     CloseEvent,
     ErrorEvent,
+    ReconnectingEvent,
     ToolApprovalRequestedEvent,
     ToolEndEvent,
     ToolStartEvent,
@@ -31,6 +32,7 @@ __all__ = [
     "LiveGuardrailTrippedEvent",
     "LiveHistoryItem",
     "LiveMetrics",
+    "LiveReconnectedEvent",
     "LiveTranscriptEvent",
     "LiveUsageEvent",
 ]
@@ -103,6 +105,20 @@ class LiveUsageEvent:
     context_usage_ratio: float | None
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LiveReconnectedEvent:
+    """The connection was lost and the session goes on in a fork of the stored Live session
+    (``/v1/live/sessions/{forked_from}/fork``): ``session_id`` is the new session's, which holds
+    the conversation so far. ``abandoned_delegations``: tasks that were in progress when the
+    connection was lost; the fork does not continue them (their outputs are not sent)."""
+
+    type: Literal["live_reconnected"] = field(default="live_reconnected", init=False)
+    session_id: str
+    forked_from: str
+    attempt: int
+    abandoned_delegations: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class LiveHistoryItem:
     """One stretch of the conversation: what the user said, or what the listener heard of the
@@ -136,6 +152,8 @@ LiveEvent: TypeAlias = (
     | DelegationAnsweredEvent
     | LiveGuardrailTrippedEvent
     | LiveUsageEvent
+    | LiveReconnectedEvent
+    | ReconnectingEvent
     | ToolStartEvent
     | ToolEndEvent
     | ToolApprovalRequestedEvent

@@ -10,16 +10,19 @@ The same shape as :class:`~voxwire.asyncio.RealtimeSession` where the meaning ca
 What carries over: ``async with`` / ``connect`` / ``close``, ``async for event``,
 ``send_audio`` and ``audio_input=`` (a microphone or any audio source), an attached
 :class:`~voxwire.audio.AudioOutput` (transcripts released as the listener hears them),
-``history`` (what the user said and what the listener *heard*),
-``metrics``, function tools with their timeouts, approvals (``approve``/``reject``), tool
-guardrails and ``context``, output guardrails.
+``history`` (what the user said and what the listener *heard*), ``metrics``, function tools
+with their timeouts, approvals (``approve``/``reject``), tool guardrails and ``context``,
+output and input guardrails (input: checked over the transcript as it arrives; the turn's
+delegated work waits for the check), persistence (``store=``, ``snapshot()``,
+:meth:`LiveSession.resume`: the Realtime stores and machinery), reconnection
+(``reconnect=ReconnectPolicy(...)``: a fork of the stored session, ``live_reconnected``),
+OpenTelemetry spans (``voxwire.live.*``).
 
 What does not (GPT-Live decides when to speak and hears interruptions itself): no truncation
 (nothing is sent when the listener interrupts — the model heard it), no ``response.create``
 gating, ``say``/``create_response``, ``send_message`` (Live takes speech; add context with
 :meth:`add_context`), handoffs and ``update_agent`` (instructions and voice are fixed at
-startup), hosted MCP tools, persistence and reconnection (a new socket does not restore a
-Live session; going on means a fork of a stored one), input guardrails. See docs/live.md.
+startup), hosted MCP tools. See docs/live.md.
 """
 
 from __future__ import annotations
@@ -28,59 +31,59 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import re
 from collections.abc import Awaitable
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
+from websockets.asyncio.client import ClientConnection
 
 import voxwire.asyncio.events as ev
-from voxwire.agents.agent import RealtimeAgent, ResolvedAgent, resolve_agent
+from voxwire.agents.agent import RealtimeAgent, ResolvedAgent
+from voxwire.agents.input_guardrail import DEFAULT_REFUSAL
 from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio.agents.tool_execution import Approvals, CallExecutor
 from voxwire.asyncio.audio.microphone import AudioSource
-from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
+from voxwire.asyncio.connection.reconnect import ReconnectPolicy, SessionReconnecting
+from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.events.queue import EventQueue, QueueClosed
-from voxwire.asyncio.live.config import DelegationMode, start_config
+from voxwire.asyncio.live.config import DelegationMode
+from voxwire.asyncio.live.connection import LiveConnecting
 from voxwire.asyncio.live.delegation import (
     ClientBackend,
     ClientWork,
     ResponsesWork,
-    no_span,
 )
 from voxwire.asyncio.live.events import (
-    DelegationStartedEvent,
     LiveAudioEvent,
     LiveEvent,
-    LiveGuardrailTrippedEvent,
     LiveHistoryItem,
     LiveMetrics,
-    LiveTranscriptEvent,
     LiveUsageEvent,
 )
+from voxwire.asyncio.live.guarding import LiveInputGuard, Refusal
+from voxwire.asyncio.live.handling import LiveHandling
 from voxwire.asyncio.live.microphone import LiveMicrophone
+from voxwire.asyncio.live.recording import LiveRecording
+from voxwire.asyncio.live.spans import LiveSpans
 from voxwire.asyncio.live.transcripts import HeardClock, TranscriptRelease
+from voxwire.asyncio.observability.tracing import SessionTracer
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
 from voxwire.exceptions import ConfigurationError
 from voxwire.live import LiveProtocol
 from voxwire.live import server_events as se
-from voxwire.protocol.server_events import ProtocolErrorEvent
+from voxwire.protocol.ids import CounterIds
+from voxwire.store import ConversationStore, SessionSnapshot
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["LiveSession"]
 
 DEFAULT_URL: Final = "wss://api.openai.com/v1/live/sessions"
-_TICK_S: Final = 0.02  # how often held transcripts are checked against what was heard
-_SENTENCE_END: Final = re.compile(r"[.!?…]\s*$")
-_GUARDRAIL_NOTE: Final = (
-    "Your last words broke a rule ({names}) and were not played. Do not repeat them; "
-    "say briefly that you cannot help with that."
-)
 _BYTES_PER_MS: Final = 48  # PCM16 at 24 kHz, the Live WebSocket default this session uses
 
 
-class LiveSession:
+class LiveSession(LiveConnecting, LiveHandling):
     """An agent over GPT-Live (see the module docstring)."""
 
     def __init__(
@@ -100,51 +103,67 @@ class LiveSession:
         tool_error_formatter: ToolErrorFormatter | None = None,
         start_timeout_s: float = 15.0,
         max_events: int = 1000,
+        reconnect: ReconnectPolicy | None = None,
+        store: ConversationStore | None = None,
+        conversation_id: str | None = None,
+        input_guardrail_refusal: Refusal = DEFAULT_REFUSAL,
+        tracer_provider: TracerProvider | None = None,
+        tracing_disabled: bool = False,
     ) -> None:
-        if delegation not in ("responses", "client"):
-            raise ConfigurationError(
-                f"delegation={delegation!r} is invalid: expected 'responses' or 'client'"
-            )
-        if (delegation == "client") != (backend is not None):
-            raise ConfigurationError(
-                "delegation='client' needs backend= (an async function answering each "
-                "delegation); delegation='responses' runs the agent's tools and takes no backend"
-            )
-        if audio_output is not None and audio_output.device_rate_hz != 24_000:
-            raise ConfigurationError("a Live session's audio output runs at 24000 Hz")
+        _check_options(delegation, backend, audio_output, reconnect)
         self.agent = agent
-        self._url = url
-        key = api_key or (os.environ.get("OPENAI_API_KEY") if "api.openai.com" in url else None)
-        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._connection_parts(url, api_key, start_timeout_s, reconnect)
         self._options = (model, delegation, backend_model, backend_instructions)
         self._backend = backend
         self._output = audio_output
         self._microphone = LiveMicrophone(audio_input, self) if audio_input is not None else None
         self._context = context
         self._formatter = tool_error_formatter
-        self._start_timeout_s = start_timeout_s
-        self.protocol = LiveProtocol()
-        self._ws: ClientConnection | None = None
         # Bounded, never blocking the receive loop: when full, audio and usage go first.
         self._events: EventQueue[LiveEvent] = EventQueue(max_events, droppable=_droppable)
         self._tasks = OwnedTasks(self._task_failed)
         self._approvals = Approvals()
+        tracer = SessionTracer(
+            disabled=tracing_disabled, tracer_provider=tracer_provider, kind="live"
+        )
+        self._spans = LiveSpans(tracer)
+        self._guard = LiveInputGuard(self, self._tasks, agent, input_guardrail_refusal)
+        self._refusal_id: str | None = None
         self._responses: ResponsesWork | None = None
         self._client: ClientWork | None = None
         self._clock = HeardClock()
         self._release = TranscriptRelease()
         self._history: list[LiveHistoryItem] = []
+        self._recording = LiveRecording(store, conversation_id, self.emit)
+        self._resume_id: str | None = None  # LiveSession.resume: the stored conversation
+        self._restored = 0  # history items restored from it
         self._metrics = LiveMetrics()
         self._latencies: list[int] = []
         self._user_end_ms: int | None = None
+        self._delegations_started = 0  # over every connection (a fork's core starts empty)
         self._spoken = ""  # the assistant's words of this turn, as generated (for guardrails)
         self._checked = 0
         self._silenced = False  # a guardrail tripped: drop the model's audio until the user speaks
+
+    def _connection_parts(
+        self,
+        url: str,
+        api_key: str | None,
+        start_timeout_s: float,
+        reconnect: ReconnectPolicy | None,
+    ) -> None:
+        self._url = url
+        key = api_key or (os.environ.get("OPENAI_API_KEY") if "api.openai.com" in url else None)
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._start_timeout_s = start_timeout_s
+        self._ids = CounterIds()  # shared by every connection's core: ids never repeat
+        self.protocol = LiveProtocol(ids=self._ids)
+        self._reconnect = reconnect
+        self._reconnecting = False  # a fork is being opened after a lost connection
+        self._ws: ClientConnection | None = None
         self._closed = False  # close() was called
         self._ended = False  # the event stream has its close event
         self._send_lock = asyncio.Lock()
-
-    # --- lifecycle ------------------------------------------------------------------------------
 
     async def __aenter__(self) -> LiveSession:
         await self.connect()
@@ -152,38 +171,6 @@ class LiveSession:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-
-    async def connect(self) -> None:
-        """Open the connection, send ``session.start`` for the agent, wait for
-        ``session.started``. Raises :class:`ConnectionFailed` if the server refuses."""
-        if self._ws is not None or self._closed:
-            raise SessionClosed("connect() may be called once per LiveSession")
-        resolved = await resolve_agent(self.agent)
-        model, delegation, backend_model, backend_instructions = self._options
-        config = start_config(
-            resolved,
-            model=model,
-            delegation=delegation,
-            backend_model=backend_model,
-            backend_instructions=backend_instructions,
-        )
-        try:
-            self._ws = await connect(self._url, additional_headers=self._headers)
-        except (OSError, ConnectionClosed, ValueError) as exc:
-            raise ConnectionFailed(f"cannot connect to {self._url}: {exc}") from exc
-        self._setup_work(resolved)
-        self.protocol.send_session_start(config)
-        await self.flush()
-        try:
-            await asyncio.wait_for(self._until_started(), self._start_timeout_s)
-        except BaseException:
-            await self._ws.close()
-            raise
-        self._tasks.spawn(self._receive(), name="live receive", kind="receive")
-        if self._output is not None:
-            self._tasks.spawn(self._tick(), name="live transcripts", kind="receive")
-        if self._microphone is not None:
-            self._microphone.start()
 
     def _setup_work(self, resolved: ResolvedAgent) -> None:
         if self._backend is not None:
@@ -197,40 +184,6 @@ class LiveSession:
             context=self._context,
         )
         self._responses = ResponsesWork(self, resolved, executor)
-
-    async def _until_started(self) -> None:
-        assert self._ws is not None
-        while self.protocol.state != "active":
-            frame = await self._ws.recv()
-            self.protocol.receive_text(frame)
-            for event in self.protocol.events_received():
-                if isinstance(event, se.LiveErrorEvent):
-                    raise ConnectionFailed(f"the Live session was refused: {event.error.message}")
-                self._on_event(event)
-
-    async def close(self) -> None:
-        """Send ``session.close`` (when open), close the connection, stop the background work;
-        idempotent. The event stream ends with a ``close`` event."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._microphone is not None:
-            await asyncio.to_thread(self._microphone.stop)
-        if self._ws is not None and self.protocol.state == "active":
-            with contextlib.suppress(ConnectionClosed):
-                self.protocol.send_close()
-                await self.flush()
-        await self._tasks.aclose()
-        if self._ws is not None:
-            await self._ws.close()
-        self._finish(ev.CloseEvent(reason="client_closed"))
-
-    def _finish(self, event: ev.CloseEvent) -> None:
-        if self._ended:
-            return
-        self._ended = True
-        self._events.put(event)
-        self._events.close()
 
     # --- the application's side -----------------------------------------------------------------
 
@@ -249,7 +202,10 @@ class LiveSession:
         return self._events.dropped
 
     async def send_audio(self, pcm: bytes) -> None:
-        """Microphone audio, PCM16 24 kHz mono (the model listens even while it speaks)."""
+        """Microphone audio, PCM16 24 kHz mono (the model listens even while it speaks);
+        dropped while the session reconnects."""
+        if self._reconnecting and not self._closed:
+            return
         self._require_open()
         self.protocol.send_input_audio(pcm)
         await self.flush()
@@ -284,6 +240,31 @@ class LiveSession:
         """Reject a tool call waiting for approval; ``message`` is what the backend gets."""
         self._approvals.answer(call_id, False, message, always)
 
+    @classmethod
+    def resume(
+        cls, store: ConversationStore, conversation_id: str, agent: RealtimeAgent, **options: Any
+    ) -> LiveSession:
+        """A session that goes on with the stored conversation ``conversation_id`` (recorded
+        by a ``LiveSession(store=...)``): at ``connect()`` it takes the conversation's lease,
+        starts a new Live session with the conversation as its initial history
+        (``session.start`` ``input``: the messages as they are, tool calls with their outputs
+        and delegation answers as developer notes) and records into the same conversation.
+        ``options`` are ``LiveSession``'s. Delegations in progress when it stopped are not
+        resumed. See docs/live.md, "Persistence"."""
+        session = cls(agent, store=store, conversation_id=conversation_id, **options)
+        session._resume_id = conversation_id
+        return session
+
+    def snapshot(self) -> SessionSnapshot:
+        """The conversation so far as a :class:`~voxwire.store.SessionSnapshot` (with or without
+        a store; :class:`~voxwire.exceptions.InvalidState` before ``connect()``)."""
+        return self._recording.snapshot()
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The conversation's id in the store (the one given, or the one made at connect)."""
+        return self._recording.conversation_id
+
     @property
     def history(self) -> tuple[LiveHistoryItem, ...]:
         """What the user said and what the listener heard of the assistant, in order."""
@@ -296,12 +277,17 @@ class LiveSession:
             context_usage_ratio=self._metrics.context_usage_ratio,
             audio_received_ms=self._metrics.audio_received_ms,
             audio_heard_ms=self._heard_ms(),
-            delegations=len(list(self.protocol.delegations)),
+            delegations=self._delegations_started,
             tool_calls=self._responses.calls if self._responses is not None else 0,
             first_audio_after_speech_ms=tuple(self._latencies),
         )
 
     def _require_open(self) -> None:
+        if self._reconnecting and not self._closed:
+            raise SessionReconnecting(
+                "the Live connection was lost and the session is opening a fork: send again "
+                "after the live_reconnected event"
+            )
         if self._ws is None or self._closed or self.protocol.state != "active":
             raise SessionClosed("the Live session is not open: use 'async with LiveSession(...)'")
 
@@ -309,12 +295,6 @@ class LiveSession:
 
     def emit(self, event: Any) -> None:
         self._events.put(event)
-
-    async def flush(self) -> None:
-        assert self._ws is not None
-        async with self._send_lock:
-            for frame in self.protocol.data_to_send():
-                await self._ws.send(frame)
 
     def accepts_audio(self) -> bool:
         return not self._closed and self.protocol.state == "active"
@@ -329,8 +309,22 @@ class LiveSession:
 
         self._tasks.spawn(run(), name=name, kind="tool")
 
-    def tool_span(self, name: str, call_id: str) -> Any:
-        return no_span(name, call_id)
+    async def may_run(self) -> bool:
+        return await self._guard.allowed()
+
+    def refused_output(self) -> str:
+        return self._guard.refusal_output()
+
+    def delivered(self, call_id: str, output: str) -> None:
+        self._recording.output(call_id, output)
+
+    def answered(self, delegation_id: str, text: str, spoken: bool) -> None:
+        self._recording.answer(delegation_id, text, spoken)
+        self._spans.delegation_answered(delegation_id, spoken)
+
+    def tool_span(self, name: str, call_id: str) -> contextlib.AbstractContextManager[Any]:
+        owner = self.protocol.delegations.call_for(call_id)
+        return self._spans.tracer.tool_span(name, call_id, owner.id if owner else None)
 
     async def send_progress(self, call_id: str, name: str, text: str, respond: bool) -> None:
         # A tool's progress reaches the model as silent context (Responses delegation takes
@@ -342,34 +336,7 @@ class LiveSession:
     def _task_failed(self, kind: str, exc: BaseException) -> None:
         self.emit(ev.ErrorEvent(message=f"{kind} failed: {exc!r}", source="session", exception=exc))
 
-    # --- receiving ------------------------------------------------------------------------------
-
-    async def _receive(self) -> None:
-        assert self._ws is not None
-        reason: ev.CloseEvent
-        try:
-            async for frame in self._ws:
-                self.protocol.receive_text(frame)
-                for event in self.protocol.events_received():
-                    self._on_event(event)
-                self._release_heard()
-                if self.protocol.state == "closed":
-                    break
-            reason = ev.CloseEvent(reason="server_closed")
-        except ConnectionClosed as exc:
-            reason = ev.CloseEvent(reason="connection_lost", error=exc)
-        self.protocol.connection_lost()
-        self._finish(reason)
-
-    async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(_TICK_S)
-            self._release_heard()
-
-    def _on_event(self, event: se.LiveReceivedEvent) -> None:
-        handler = _HANDLERS.get(type(event))
-        if handler is not None:
-            handler(self, event)
+    # --- the audio path -------------------------------------------------------------------------
 
     def _on_audio(self, event: se.OutputAudioDelta) -> None:
         if self._silenced:
@@ -391,69 +358,13 @@ class LiveSession:
         self._output.push("live", 0, event.delta)
         self._clock.pushed(before, self._output.ring.pushed_samples, start, end)
 
-    def _on_assistant_words(self, event: se.OutputTranscriptDelta) -> None:
-        if self._silenced:
-            return
-        self._spoken += event.delta
-        self._check_guardrails()
-        if self._output is None:
-            self._heard(event.delta, event.start_ms, event.end_ms)
-        else:
-            self._release.hold(event.delta, event.start_ms, event.end_ms)
-
-    def _on_user_words(self, event: se.InputTranscriptDelta) -> None:
-        self._silenced = False
-        self._spoken, self._checked = "", 0
-        self._user_end_ms = event.end_ms
-        self._remember("user", event.delta, event.start_ms, event.end_ms)
-        self.emit(
-            LiveTranscriptEvent(
-                role="user", delta=event.delta, start_ms=event.start_ms, end_ms=event.end_ms
-            )
-        )
-
-    def _on_delegation(self, event: se.DelegationCreated) -> None:
-        info = event.delegation
-        self.emit(
-            DelegationStartedEvent(
-                delegation_id=info.id, target=info.target, offset_ms=event.offset_ms
-            )
-        )
-        delegation = self.protocol.delegations.get(info.id)
-        if info.target == "client" and self._client is not None and delegation is not None:
-            said = " ".join(item.text for item in self._history if item.role == "user")
-            self._client.start(delegation, said)
-
-    def _on_backend(self, event: se.ResponseEvent) -> None:
-        if self._responses is not None:
-            for delegation in self.protocol.delegations.open():
-                self._responses.check(delegation)
-
-    def _on_usage(self, event: se.SessionUsageUpdated) -> None:
-        ratio = event.context_window.usage_ratio if event.context_window else None
-        self._metrics = _with(
-            self._metrics, usage_seconds=event.usage.seconds, context_usage_ratio=ratio
-        )
-        self.emit(LiveUsageEvent(seconds=event.usage.seconds, context_usage_ratio=ratio))
-
-    def _on_error(self, event: se.LiveErrorEvent) -> None:
-        self.emit(
-            ev.ErrorEvent(
-                message=event.error.message,
-                source="server",
-                code=event.error.code,
-                param=event.error.param,
-                event_id=event.error.client_event_id,
-            )
-        )
-
-    def _on_protocol_error(self, event: ProtocolErrorEvent) -> None:
-        self.emit(ev.ErrorEvent(message=event.message, source="protocol"))
-
-    def _on_closed(self, event: se.SessionClosed) -> None:
-        self._metrics = _with(self._metrics, usage_seconds=event.usage.seconds)
-
-    # --- heard transcripts, history, guardrails ------------------------------------------------
+    def _timeline_restarted(self) -> None:
+        """A fork is a new session with its own timeline: what is queued will not be heard."""
+        if self._output is not None:
+            self._output.interrupt()
+        self._clock = HeardClock()
+        self._release.drop()
+        self._user_end_ms = None
 
     def _heard_ms(self) -> int:
         if self._output is None:
@@ -466,55 +377,29 @@ class LiveSession:
         for held in self._release.due(self._heard_ms()):
             self._heard(held.delta, held.start_ms, held.end_ms)
 
-    def _heard(self, delta: str, start_ms: int, end_ms: int) -> None:
-        self._remember("assistant", delta, start_ms, end_ms)
-        self.emit(
-            LiveTranscriptEvent(role="assistant", delta=delta, start_ms=start_ms, end_ms=end_ms)
-        )
 
-    def _remember(
-        self, role: Literal["user", "assistant"], delta: str, start_ms: int, end_ms: int
-    ) -> None:
-        last = self._history[-1] if self._history else None
-        if last is not None and last.role == role:
-            self._history[-1] = LiveHistoryItem(role, last.text + delta, last.start_ms, end_ms)
-        else:
-            self._history.append(LiveHistoryItem(role, delta, start_ms, end_ms))
-
-    def _check_guardrails(self) -> None:
-        guardrails = self.agent.output_guardrails
-        if (
-            not guardrails
-            or not _SENTENCE_END.search(self._spoken)
-            or len(self._spoken) == self._checked
-        ):
-            return
-        self._checked = len(self._spoken)
-        self._tasks.spawn(
-            self._run_guardrails(self._spoken), name="live guardrails", kind="guardrail"
+def _check_options(
+    delegation: str,
+    backend: ClientBackend | None,
+    audio_output: AudioOutput | None,
+    reconnect: ReconnectPolicy | None,
+) -> None:
+    if delegation not in ("responses", "client"):
+        raise ConfigurationError(
+            f"delegation={delegation!r} is invalid: expected 'responses' or 'client'"
         )
-
-    async def _run_guardrails(self, text: str) -> None:
-        checks = self.agent.output_guardrails
-        results = await asyncio.gather(*(g.run(self.agent, text) for g in checks))
-        tripped = [
-            (g.name, r) for g, r in zip(checks, results, strict=True) if r.tripwire_triggered
-        ]
-        if not tripped or self._silenced or self.protocol.state != "active":
-            return
-        self._silenced = True
-        if self._output is not None:
-            self._output.interrupt()
-        self._clock.dropped()
-        self._release.drop()
-        names = tuple(name for name, _ in tripped)
-        self.emit(
-            LiveGuardrailTrippedEvent(
-                transcript=text, guardrails=names, results=tuple(r for _, r in tripped)
-            )
+    if (delegation == "client") != (backend is not None):
+        raise ConfigurationError(
+            "delegation='client' needs backend= (an async function answering each "
+            "delegation); delegation='responses' runs the agent's tools and takes no backend"
         )
-        self.protocol.send_instructions(_GUARDRAIL_NOTE.format(names=", ".join(names)))
-        await self.flush()
+    if reconnect is not None and not reconnect.restore_history:
+        raise ConfigurationError(
+            "ReconnectPolicy(restore_history=False) does not apply to a Live session: a "
+            "fork always carries the stored conversation; leave restore_history at True"
+        )
+    if audio_output is not None and audio_output.device_rate_hz != 24_000:
+        raise ConfigurationError("a Live session's audio output runs at 24000 Hz")
 
 
 def _droppable(event: LiveEvent) -> bool:
@@ -524,16 +409,3 @@ def _droppable(event: LiveEvent) -> bool:
 
 def _with(metrics: LiveMetrics, **changes: Any) -> LiveMetrics:
     return dataclasses.replace(metrics, **changes)
-
-
-_HANDLERS: Final[dict[type, Any]] = {
-    se.OutputAudioDelta: LiveSession._on_audio,
-    se.OutputTranscriptDelta: LiveSession._on_assistant_words,
-    se.InputTranscriptDelta: LiveSession._on_user_words,
-    se.DelegationCreated: LiveSession._on_delegation,
-    se.ResponseEvent: LiveSession._on_backend,
-    se.SessionUsageUpdated: LiveSession._on_usage,
-    se.LiveErrorEvent: LiveSession._on_error,
-    ProtocolErrorEvent: LiveSession._on_protocol_error,
-    se.SessionClosed: LiveSession._on_closed,
-}

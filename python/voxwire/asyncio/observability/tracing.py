@@ -12,7 +12,10 @@ Two independent things share the session's tracing options (``tracing_disabled``
   :class:`SessionTracer` makes a ``voxwire.realtime.session`` span for the session's life, a
   child ``voxwire.realtime.response`` span per response (usage and latencies as attributes),
   and offers :meth:`SessionTracer.tool_span` and :meth:`SessionTracer.handoff_span` to the code
-  that runs tools and handoffs. Spans go to the given ``tracer_provider`` or OpenTelemetry's
+  that runs tools and handoffs. A GPT-Live session (``kind="live"``) has ``voxwire.live.*``
+  spans instead, and opens and ends its own children (turns, delegations) with
+  :meth:`SessionTracer.begin` / :meth:`SessionTracer.end`; a child or a tool span may name an
+  open one as its parent. Spans go to the given ``tracer_provider`` or OpenTelemetry's
   global one. Without the package (or with tracing disabled) ``enabled`` is false and every
   method returns at once — the session does not even call the per-event hook.
 
@@ -119,8 +122,11 @@ class SessionTracer:
         disabled: bool = False,
         tracer_provider: TracerProvider | None = None,
         attributes: Mapping[str, Any] | None = None,
+        kind: Literal["realtime", "live"] = "realtime",
     ) -> None:
         self.enabled = _otel is not None and not disabled
+        self._prefix = f"voxwire.{kind}"
+        self._open: dict[str, Span] = {}  # begin() .. end(), by key
         self._tracer: Tracer | None = None
         if self.enabled:
             assert _otel is not None
@@ -138,7 +144,7 @@ class SessionTracer:
             return
         assert _otel is not None
         self._session = self._tracer.start_span(
-            "voxwire.realtime.session",
+            f"{self._prefix}.session",
             attributes={**self._attributes, **_attributes(attributes)},
         )
         self._context = _otel.set_span_in_context(self._session)
@@ -151,6 +157,8 @@ class SessionTracer:
         assert _otel is not None
         for response_id in list(self._responses):
             self._end_response(response_id)
+        for key in reversed(list(self._open)):  # children before their parents
+            self.end(key)
         session.set_attribute("voxwire.close_reason", reason)
         if error is not None:
             session.record_exception(error)
@@ -203,15 +211,59 @@ class SessionTracer:
         span = self._responses.pop(response_id)
         span.end(end_time=self._response_ends_ns.pop(response_id, None))
 
+    # --- children the session opens and ends (GPT-Live turns and delegations) ------------------
+
+    def begin(
+        self,
+        name: str,
+        key: str,
+        parent: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Open a ``voxwire.<kind>.<name>`` span, a child of the open span ``parent`` (else of
+        the session), until :meth:`end` with the same ``key`` (or the session's end)."""
+        if self._tracer is None or key in self._open:
+            return
+        self._open[key] = self._tracer.start_span(
+            f"{self._prefix}.{name}",
+            context=self._context_of(parent),
+            attributes=_attributes(attributes or {}),
+        )
+
+    def end(
+        self, key: str, error: str | None = None, attributes: Mapping[str, Any] | None = None
+    ) -> None:
+        """End the span ``key`` with ``attributes`` (an error status with ``error``)."""
+        span = self._open.pop(key, None)
+        if span is None:
+            return
+        assert _otel is not None
+        span.set_attributes(_attributes(attributes or {}))
+        if error is not None:
+            span.set_status(_otel.Status(_otel.StatusCode.ERROR, error))
+        span.end()
+
+    def _context_of(self, parent: str | None) -> Context | None:
+        span = self._open.get(parent) if parent is not None else None
+        if span is None:
+            return self._context
+        assert _otel is not None
+        return _otel.set_span_in_context(span)
+
     # --- spans for the code that runs tools and handoffs -----------------------------------------
 
-    def tool_span(self, name: str, call_id: str) -> contextlib.AbstractContextManager[Any]:
-        """A ``voxwire.realtime.tool`` span around one tool call (current while it runs; an
-        exception leaving it is recorded and marks it as an error)."""
+    def tool_span(
+        self, name: str, call_id: str, parent: str | None = None
+    ) -> contextlib.AbstractContextManager[Any]:
+        """A ``voxwire.<kind>.tool`` span around one tool call (current while it runs; an
+        exception leaving it is recorded and marks it as an error); a child of the open span
+        ``parent`` when given."""
         if self._tracer is None:
             return _NULL
         return self._child(
-            "voxwire.realtime.tool", {"voxwire.tool.name": name, "voxwire.tool.call_id": call_id}
+            f"{self._prefix}.tool",
+            {"voxwire.tool.name": name, "voxwire.tool.call_id": call_id},
+            parent,
         )
 
     def handoff_span(
@@ -221,15 +273,17 @@ class SessionTracer:
         if self._tracer is None:
             return _NULL
         return self._child(
-            "voxwire.realtime.handoff",
+            f"{self._prefix}.handoff",
             {"voxwire.handoff.from_agent": from_agent, "voxwire.handoff.to_agent": to_agent},
         )
 
     @contextlib.contextmanager
-    def _child(self, name: str, attributes: dict[str, Any]) -> Iterator[Span]:
+    def _child(
+        self, name: str, attributes: dict[str, Any], parent: str | None = None
+    ) -> Iterator[Span]:
         assert self._tracer is not None
         with self._tracer.start_as_current_span(
-            name, context=self._context, attributes=attributes
+            name, context=self._context_of(parent), attributes=attributes
         ) as span:
             yield span
 

@@ -288,6 +288,11 @@ class Persistence:
         if call.call_id is not None:
             self._calls[call.call_id] = call
 
+    def record(self, ops: list[StoreOp]) -> None:
+        """Write what the recorder returned for something the session itself recorded (a
+        GPT-Live session's items: ``ConversationRecorder.record_item``)."""
+        self._write(ops)
+
     def _write(self, ops: list[StoreOp]) -> None:
         if ops and self._writer is not None:
             self._writer.submit(ops)

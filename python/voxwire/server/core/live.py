@@ -11,7 +11,10 @@ Rules (the Live reference and guides; ``openai.types.live``):
   delegation; ``session.thinking.append`` is silent; a non-null ``delegation_id`` must name a
   client delegation ("not accepted with Responses delegation");
 * ``response.item.create`` / ``response.create`` require Responses delegation;
-* the Decisions API is not emulated: its commands get ``unsupported``.
+* the Decisions API is not emulated: its commands get ``unsupported``;
+* on a fork connection (``/v1/live/sessions/{id}/fork``) ``session.start`` carries overrides
+  of a stored session, which must have ended (:mod:`voxwire.server.core.live_forks`); a
+  session started with ``store: true`` is kept for forking.
 
 Commands tell the pump what takes time: :class:`Speak` (voice a text), :class:`ContinueBackend`
 (run the scripted Responses backend again for a delegation whose tool outputs arrived),
@@ -28,6 +31,7 @@ import msgspec
 
 from voxwire.live import client_events as ce
 from voxwire.live import server_events as se
+from voxwire.live.codec import unknown_fields
 from voxwire.live.objects import (
     IMMUTABLE_FIELDS,
     UPDATABLE_FIELDS,
@@ -45,6 +49,12 @@ from voxwire.live.objects import (
 from voxwire.live.protocol import MAX_FIXTURE_BYTES
 from voxwire.protocol.server_events import ProtocolErrorEvent
 from voxwire.server.core.ids import ServerIds
+from voxwire.server.core.live_forks import (
+    ForkRefused,
+    LiveSessionStore,
+    Role,
+    fork_resource,
+)
 
 __all__ = [
     "BackendDelegation",
@@ -103,8 +113,12 @@ class BackendDelegation:
 class LiveServerSession:
     """One Live connection's state on the server side."""
 
-    def __init__(self, ids: ServerIds) -> None:
+    def __init__(
+        self, ids: ServerIds, stored: LiveSessionStore | None = None, fork_of: str | None = None
+    ) -> None:
         self._ids = ids
+        self._stored = stored if stored is not None else LiveSessionStore()
+        self._fork_of = fork_of  # the stored session this connection forks (its path's id)
         self.session: LiveSessionResource | None = None
         self.muted = False
         self.closed = False
@@ -145,11 +159,16 @@ class LiveServerSession:
     # --- client events ----------------------------------------------------------------------
 
     def receive(
-        self, event: ce.LiveClientEvent | ProtocolErrorEvent, now_s: float, timeline_ms: int
+        self,
+        event: ce.LiveClientEvent | ce.ForkSessionStart | ProtocolErrorEvent,
+        now_s: float,
+        timeline_ms: int,
     ) -> list[Out]:
         """What the server answers to one client event."""
         if isinstance(event, ProtocolErrorEvent):
             return [self.error("invalid_event", event.message, event.event_id)]
+        if isinstance(event, ce.ForkSessionStart):
+            return self._fork(event, now_s)
         if isinstance(event, ce.SessionStart):
             return self._start(event, now_s)
         if self.session is None or self.closed:
@@ -182,13 +201,61 @@ class LiveServerSession:
         if problem is not None:
             param, message = problem
             return [self.error("invalid_value", message, event.event_id, param)]
+        resource = _resource(config, self._ids.session(), int(now_s) + SESSION_LIFETIME_S)
+        return self._started(resource, event.event_id, now_s, [])
+
+    def _fork(self, event: ce.ForkSessionStart, now_s: float) -> list[Out]:
+        if self.session is not None:
+            return [self.error("session_already_started", "session.start was already sent")]
+        source = self._fork_of or ""
+        stored = self._stored.get(source)
+        audio = event.session.audio
+        if audio is not None and audio.format is not None and audio.format != DEFAULT_FORMAT:
+            refused: LiveSessionResource | ForkRefused = ForkRefused(
+                "invalid_value",
+                "the local voxwire server speaks audio/pcm at 24000 Hz only",
+                "session.audio.format",
+            )
+        else:
+            refused = fork_resource(
+                stored,
+                source,
+                event.session,
+                unknown_fields(event),
+                self._ids.session,
+                int(now_s) + SESSION_LIFETIME_S,
+            )
+        if isinstance(refused, ForkRefused):
+            return [self.error(refused.code, refused.message, event.event_id, refused.param)]
+        assert stored is not None
+        return self._started(refused, event.event_id, now_s, stored.conversation)
+
+    def _started(
+        self,
+        resource: LiveSessionResource,
+        client_event_id: str | None,
+        now_s: float,
+        conversation: list[tuple[Role, str]],
+    ) -> list[Out]:
         self._started_s = now_s
-        self.session = _resource(config, self._ids.session(), int(now_s) + SESSION_LIFETIME_S)
+        self.session = resource
+        if resource.store:
+            self._stored.begin(resource, conversation)
         return [
             se.SessionStarted(
-                event_id=self._ids.event(), client_event_id=event.event_id, session=self.session
+                event_id=self._ids.event(), client_event_id=client_event_id, session=resource
             )
         ]
+
+    def said(self, role: Role, text: str) -> None:
+        """Part of the conversation, kept when the session is stored."""
+        if self.session is not None:
+            self._stored.said(self.session.id, role, text)
+
+    def ended(self) -> None:
+        """The connection is gone: a stored session is final from now on (forkable)."""
+        if self.session is not None:
+            self._stored.finalize(self.session)
 
     def _update(self, event: ce.SessionUpdate, now_s: float, timeline_ms: int) -> list[Out]:
         assert self.session is not None
@@ -358,6 +425,7 @@ class LiveServerSession:
     ) -> se.SessionClosed:
         assert self.session is not None
         self.closed = True
+        self._stored.finalize(self.session)  # session.closed comes after finalization
         return se.SessionClosed(
             event_id=self._ids.event(),
             client_event_id=client_event_id,
