@@ -60,7 +60,7 @@ from voxwire.asyncio.live.events import (
     LiveUsageEvent,
 )
 from voxwire.asyncio.live.microphone import LiveMicrophone
-from voxwire.asyncio.live.transcripts import HeardClock, TranscriptRelease
+from voxwire.asyncio.live.playback import LivePlayback
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
 from voxwire.exceptions import ConfigurationError
@@ -77,7 +77,6 @@ _GUARDRAIL_NOTE: Final = (
     "Your last words broke a rule ({names}) and were not played. Do not repeat them; "
     "say briefly that you cannot help with that."
 )
-_BYTES_PER_MS: Final = 48  # PCM16 at 24 kHz, the Live WebSocket default this session uses
 
 
 class LiveSession:
@@ -131,12 +130,11 @@ class LiveSession:
         self._approvals = Approvals()
         self._responses: ResponsesWork | None = None
         self._client: ClientWork | None = None
-        self._clock = HeardClock()
-        self._release = TranscriptRelease()
         self._history: list[LiveHistoryItem] = []
-        self._metrics = LiveMetrics()
-        self._latencies: list[int] = []
-        self._user_end_ms: int | None = None
+        self._playback = LivePlayback(
+            audio_output, emit=self.emit, heard=self._heard, truncated=self._truncated
+        )
+        self._usage: tuple[float, float | None] = (0.0, None)  # seconds, context usage ratio
         self._spoken = ""  # the assistant's words of this turn, as generated (for guardrails)
         self._checked = 0
         self._silenced = False  # a guardrail tripped: drop the model's audio until the user speaks
@@ -221,6 +219,7 @@ class LiveSession:
                 self.protocol.send_close()
                 await self.flush()
         await self._tasks.aclose()
+        await self._playback.aclose()
         if self._ws is not None:
             await self._ws.close()
         self._finish(ev.CloseEvent(reason="client_closed"))
@@ -291,14 +290,13 @@ class LiveSession:
 
     @property
     def metrics(self) -> LiveMetrics:
-        return LiveMetrics(
-            usage_seconds=self._metrics.usage_seconds,
-            context_usage_ratio=self._metrics.context_usage_ratio,
-            audio_received_ms=self._metrics.audio_received_ms,
-            audio_heard_ms=self._heard_ms(),
+        """The totals a ``RealtimeSession`` reports (each utterance of the model counts as a
+        response) and Live's own figures (see :class:`LiveMetrics`)."""
+        return self._playback.metrics(
+            usage_seconds=self._usage[0],
+            context_usage_ratio=self._usage[1],
             delegations=len(list(self.protocol.delegations)),
             tool_calls=self._responses.calls if self._responses is not None else 0,
-            first_audio_after_speech_ms=tuple(self._latencies),
         )
 
     def _require_open(self) -> None:
@@ -372,39 +370,20 @@ class LiveSession:
             handler(self, event)
 
     def _on_audio(self, event: se.OutputAudioDelta) -> None:
-        if self._silenced:
-            return
-        start = event.start_ms if event.start_ms is not None else self._heard_ms()
-        end = (
-            event.end_ms if event.end_ms is not None else start + len(event.delta) // _BYTES_PER_MS
-        )
-        self._metrics = _with(
-            self._metrics, audio_received_ms=self._metrics.audio_received_ms + end - start
-        )
-        if self._user_end_ms is not None:
-            self._latencies.append(max(0, start - self._user_end_ms))
-            self._user_end_ms = None
-        if self._output is None:
-            self.emit(LiveAudioEvent(pcm=event.delta, start_ms=event.start_ms, end_ms=event.end_ms))
-            return
-        before = self._output.ring.pushed_samples
-        self._output.push("live", 0, event.delta)
-        self._clock.pushed(before, self._output.ring.pushed_samples, start, end)
+        if not self._silenced:
+            self._playback.audio(event)
 
     def _on_assistant_words(self, event: se.OutputTranscriptDelta) -> None:
         if self._silenced:
             return
         self._spoken += event.delta
         self._check_guardrails()
-        if self._output is None:
-            self._heard(event.delta, event.start_ms, event.end_ms)
-        else:
-            self._release.hold(event.delta, event.start_ms, event.end_ms)
+        self._playback.assistant_words(event)
 
     def _on_user_words(self, event: se.InputTranscriptDelta) -> None:
         self._silenced = False
         self._spoken, self._checked = "", 0
-        self._user_end_ms = event.end_ms
+        self._playback.user_speech(event)
         self._remember("user", event.delta, event.start_ms, event.end_ms)
         self.emit(
             LiveTranscriptEvent(
@@ -431,9 +410,7 @@ class LiveSession:
 
     def _on_usage(self, event: se.SessionUsageUpdated) -> None:
         ratio = event.context_window.usage_ratio if event.context_window else None
-        self._metrics = _with(
-            self._metrics, usage_seconds=event.usage.seconds, context_usage_ratio=ratio
-        )
+        self._usage = (event.usage.seconds, ratio)
         self.emit(LiveUsageEvent(seconds=event.usage.seconds, context_usage_ratio=ratio))
 
     def _on_error(self, event: se.LiveErrorEvent) -> None:
@@ -451,20 +428,12 @@ class LiveSession:
         self.emit(ev.ErrorEvent(message=event.message, source="protocol"))
 
     def _on_closed(self, event: se.SessionClosed) -> None:
-        self._metrics = _with(self._metrics, usage_seconds=event.usage.seconds)
+        self._usage = (event.usage.seconds, self._usage[1])
 
     # --- heard transcripts, history, guardrails ------------------------------------------------
 
-    def _heard_ms(self) -> int:
-        if self._output is None:
-            return self._metrics.audio_received_ms
-        return self._clock.heard_ms(self._output.ring.heard_samples)
-
     def _release_heard(self) -> None:
-        if self._output is None or not len(self._release):
-            return
-        for held in self._release.due(self._heard_ms()):
-            self._heard(held.delta, held.start_ms, held.end_ms)
+        self._playback.release()
 
     def _heard(self, delta: str, start_ms: int, end_ms: int) -> None:
         self._remember("assistant", delta, start_ms, end_ms)
@@ -472,11 +441,18 @@ class LiveSession:
             LiveTranscriptEvent(role="assistant", delta=delta, start_ms=start_ms, end_ms=end_ms)
         )
 
+    def _truncated(self, at_ms: int) -> None:
+        """The assistant's audio was cut at ``at_ms``: its history item (if any of it was
+        heard) ends there, and what the model says next starts a new one."""
+        last = self._history[-1] if self._history else None
+        if last is not None and last.role == "assistant" and last.truncated_at_ms is None:
+            self._history[-1] = dataclasses.replace(last, truncated_at_ms=at_ms)
+
     def _remember(
         self, role: Literal["user", "assistant"], delta: str, start_ms: int, end_ms: int
     ) -> None:
         last = self._history[-1] if self._history else None
-        if last is not None and last.role == role:
+        if last is not None and last.role == role and last.truncated_at_ms is None:
             self._history[-1] = LiveHistoryItem(role, last.text + delta, last.start_ms, end_ms)
         else:
             self._history.append(LiveHistoryItem(role, delta, start_ms, end_ms))
@@ -503,10 +479,7 @@ class LiveSession:
         if not tripped or self._silenced or self.protocol.state != "active":
             return
         self._silenced = True
-        if self._output is not None:
-            self._output.interrupt()
-        self._clock.dropped()
-        self._release.drop()
+        self._playback.cut()
         names = tuple(name for name, _ in tripped)
         self.emit(
             LiveGuardrailTrippedEvent(
@@ -520,10 +493,6 @@ class LiveSession:
 def _droppable(event: LiveEvent) -> bool:
     """Superseded by what follows: audio (it went to no output) and usage figures."""
     return isinstance(event, LiveAudioEvent | LiveUsageEvent)
-
-
-def _with(metrics: LiveMetrics, **changes: Any) -> LiveMetrics:
-    return dataclasses.replace(metrics, **changes)
 
 
 _HANDLERS: Final[dict[type, Any]] = {
