@@ -32,19 +32,47 @@ from dataclasses import dataclass, fields
 from typing import Any, Final
 
 import voxwire.asyncio.events as ev
-from voxwire.asyncio.audio.playback import AudioOutputFeed, AudioOutputPath, PlaybackMonitor
+from voxwire.asyncio.audio.playback import (
+    AudioOutputFeed,
+    AudioOutputPath,
+    HasAudioOutput,
+    PlaybackMonitor,
+    attached_output,
+)
 from voxwire.asyncio.live.events import LiveAudioEvent, LiveMetrics
 from voxwire.asyncio.live.transcripts import HeardClock, TranscriptRelease
 from voxwire.asyncio.observability.metrics import InterruptionMetrics, Metrics, MetricsRecorder
 from voxwire.audio import AudioOutput
+from voxwire.exceptions import ConfigurationError
 from voxwire.live import server_events as se
 from voxwire.protocol.audio_ledger import SegmentKey
 
-__all__ = ["GAP_MS", "LivePlayback"]
+__all__ = ["GAP_MS", "LivePlayback", "live_output"]
 
 GAP_MS: Final = 200
 """A silence on the timeline longer than this between two audio deltas starts a new utterance."""
 _BYTES_PER_MS: Final = 48  # PCM16 at 24 kHz, the Live WebSocket default the session uses
+
+
+def live_output(target: AudioOutput | HasAudioOutput | None) -> AudioOutput | None:
+    """The :class:`~voxwire.audio.AudioOutput` behind ``LiveSession(audio_output=...)``: one,
+    or a speaker holding one as ``.output`` (``SoundDeviceOutput``, ``MemoryOutput``,
+    ``WavFileOutput``), at 24 kHz."""
+    if target is None:
+        return None
+    output = attached_output(target)
+    if not isinstance(output, AudioOutput):
+        raise ConfigurationError(
+            f"audio_output={target!r} is not an AudioOutput or a speaker holding one "
+            "(SoundDeviceOutput, MemoryOutput, WavFileOutput); a bare PlaybackClock cannot "
+            "tell a Live session what was heard"
+        )
+    if output.device_rate_hz != 24_000:
+        raise ConfigurationError(
+            f"a Live session's audio output runs at 24000 Hz, not {output.device_rate_hz}: "
+            "make it with AudioOutput(24_000) (the device resamples if it must)"
+        )
+    return output
 
 
 @dataclass(slots=True)

@@ -40,6 +40,7 @@ from voxwire.agents.agent import RealtimeAgent, ResolvedAgent, resolve_agent
 from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio.agents.tool_execution import Approvals, CallExecutor
 from voxwire.asyncio.audio.microphone import AudioSource
+from voxwire.asyncio.audio.playback import HasAudioOutput
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
 from voxwire.asyncio.events.queue import EventQueue, QueueClosed
 from voxwire.asyncio.live.config import DelegationMode, start_config
@@ -60,7 +61,7 @@ from voxwire.asyncio.live.events import (
     LiveUsageEvent,
 )
 from voxwire.asyncio.live.microphone import LiveMicrophone
-from voxwire.asyncio.live.playback import LivePlayback
+from voxwire.asyncio.live.playback import LivePlayback, live_output
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
 from voxwire.exceptions import ConfigurationError
@@ -93,7 +94,7 @@ class LiveSession:
         backend_model: str = "gpt-5.5",
         backend_instructions: str | None = None,
         backend: ClientBackend | None = None,
-        audio_output: AudioOutput | None = None,
+        audio_output: AudioOutput | HasAudioOutput | None = None,
         audio_input: AudioSource | None = None,
         context: Any = None,
         tool_error_formatter: ToolErrorFormatter | None = None,
@@ -109,15 +110,14 @@ class LiveSession:
                 "delegation='client' needs backend= (an async function answering each "
                 "delegation); delegation='responses' runs the agent's tools and takes no backend"
             )
-        if audio_output is not None and audio_output.device_rate_hz != 24_000:
-            raise ConfigurationError("a Live session's audio output runs at 24000 Hz")
+        output = live_output(audio_output)
         self.agent = agent
         self._url = url
         key = api_key or (os.environ.get("OPENAI_API_KEY") if "api.openai.com" in url else None)
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._options = (model, delegation, backend_model, backend_instructions)
         self._backend = backend
-        self._output = audio_output
+        self._output = output
         self._microphone = LiveMicrophone(audio_input, self) if audio_input is not None else None
         self._context = context
         self._formatter = tool_error_formatter
@@ -132,7 +132,7 @@ class LiveSession:
         self._client: ClientWork | None = None
         self._history: list[LiveHistoryItem] = []
         self._playback = LivePlayback(
-            audio_output, emit=self.emit, heard=self._heard, truncated=self._truncated
+            output, emit=self.emit, heard=self._heard, truncated=self._truncated
         )
         self._usage: tuple[float, float | None] = (0.0, None)  # seconds, context usage ratio
         self._spoken = ""  # the assistant's words of this turn, as generated (for guardrails)
