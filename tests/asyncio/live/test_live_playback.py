@@ -167,7 +167,7 @@ def test_speech_from_before_the_utterance_does_not_cut_it() -> None:
     async def body() -> None:
         rig = Rig(MemoryOutput(prebuffer_ms=0))
         rig.audio(3000, chunks=5)
-        rig.user(1000, 2000)  # the question this utterance answers, transcribed late
+        rig.user(1000, 3000)  # the question this utterance answers, transcribed late
         assert rig.records(InterruptionMetrics) == []
         assert rig.truncated == []
         assert rig.playback.unheard_samples == 5 * 2400

@@ -11,12 +11,12 @@ output latency, the playback clock) and through its
 with :class:`ResponseMetrics` / :class:`InterruptionMetrics`, and the totals).
 
 Interruption on Live: the model hears the user and stops sending by itself; nothing is sent
-back. When the user's speech (its first transcript delta) started during the current utterance
-— before the end of its audio on the timeline, or while the listener still had some of it to
-hear — the output is cut: what arrived but was not heard is dropped (``dropped_ms``), the
-assistant's history item ends at the heard position (``truncated_at_ms``), and the audio the
-listener heard after the user had started speaking counts as spoken over the user
-(``spoken_over_ms``).
+back. When the user's speech (a transcript delta) overlaps the current utterance — it ends
+after the utterance began, and starts before the end of its audio on the timeline or while the
+listener still has some of it to hear — the output is cut: what arrived but was not heard is
+dropped (``dropped_ms``), the assistant's history item ends at the heard position
+(``truncated_at_ms``), and the audio the listener heard after the user had started speaking
+counts as spoken over the user (``spoken_over_ms``).
 
 Underruns: Live has no "audio done" event, so while an utterance is open the output cannot
 tell the end of the model's speech from audio arriving late. A dry ring after an utterance's
@@ -174,12 +174,13 @@ class LivePlayback:
 
     def user_speech(self, event: se.InputTranscriptDelta) -> None:
         """The user's words: the model's utterance is over, or interrupted (the module
-        docstring)."""
+        docstring). Voxwire cannot tell a backchannel ("mm-hm") the model talks through from
+        an interruption: both cut what is queued, and the model's next audio plays on."""
         self._position_ms = max(self._position_ms, event.end_ms)
         self._user_end_ms = event.end_ms
         current = self._current
-        if current is None or event.start_ms < current.start_ms:
-            return  # speech from before the utterance: what the model answers, not a barge-in
+        if current is None or event.end_ms <= current.start_ms:
+            return  # speech that ended before the utterance: what it answers, not a barge-in
         if event.start_ms < current.end_ms or self.unheard_samples > 0:
             self.cut(user_started_ms=event.start_ms)
         else:
