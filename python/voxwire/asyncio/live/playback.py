@@ -132,6 +132,7 @@ class LivePlayback:
         if current is not None and start > current.end_ms + GAP_MS:
             self._finish("completed")
             current = None
+        first = current is None
         if current is None:
             current = self._begin(start)
         current.end_ms = max(current.end_ms, end)
@@ -141,7 +142,6 @@ class LivePlayback:
         if self._user_end_ms is not None:
             self._latencies.append(max(0, start - self._user_end_ms))
             self._user_end_ms = None
-        key: SegmentKey = (current.id, 0)
         if self._feed is None or self._output is None:
             self._emit(
                 LiveAudioEvent(pcm=event.delta, start_ms=event.start_ms, end_ms=event.end_ms)
@@ -151,7 +151,8 @@ class LivePlayback:
             self._feed.feed(current.id, event.delta)
             self._clock.pushed(before, self._output.ring.pushed_samples, start, end)
             current.underruns_at = self._output.underruns
-        self._recorder.audio_received(current.id, key)
+        if first:  # metrics need the first audio only (and then watch for its first sample)
+            self._recorder.audio_received(current.id, (current.id, 0))
 
     def _place(self, event: se.OutputAudioDelta) -> tuple[int, int]:
         """The delta's span on the timeline. The primary WebSocket may leave it out: then the
@@ -259,13 +260,18 @@ class LivePlayback:
             spoken_over_ms=self._spoken_over_ms,
         )
 
-    async def aclose(self) -> None:
-        """The session ends: the open utterance is over, what waited for playback is reported."""
+    def end(self) -> None:
+        """The conversation is over (before the session's ``close`` event): the open utterance
+        ends, and what waited for playback is reported as it is."""
         if self._current is not None:
             self._finish("completed")
+        self._recorder.close()
+
+    async def aclose(self) -> None:
+        """Stop watching the output (after :meth:`end`)."""
+        self.end()
         if self._monitor is not None:
             await self._monitor.aclose()
-        self._recorder.close()
 
     # --- utterances -----------------------------------------------------------------------------
 

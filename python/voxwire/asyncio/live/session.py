@@ -228,6 +228,7 @@ class LiveSession:
         if self._ended:
             return
         self._ended = True
+        self._playback.end()  # the last utterance's metrics come before the close event
         self._events.put(event)
         self._events.close()
 
