@@ -11,6 +11,11 @@ Two parts:
   :class:`~voxwire.asyncio.audio.playback.PlaybackMonitor` to report when a response's first audio
   started playing (a clock has no callback: the monitor polls it in that window only).
 
+Realtime's wire events go through protocol-neutral steps (``turn_ended``, ``response_started``,
+``audio_received``, ``response_finished``) that a ``LiveSession`` calls directly, each of the
+model's utterances counting as a response (asyncio/live/playback.py). The records are in
+:mod:`voxwire.asyncio.observability.records`.
+
 What is measured (all times in seconds, from the session's monotonic clock):
 
 * ``speech_end_to_first_audio_s``: from the end of the user's turn — server VAD's
