@@ -92,6 +92,7 @@ def test_each_utterance_is_reported_as_a_response_with_its_playback_figures() ->
         assert response.status == "completed"
         assert response.first_audio_to_first_played_s == pytest.approx(0.25)
         assert response.time_to_first_audio_s is None  # nothing announces a Live utterance
+        assert response.duration_s == pytest.approx(1.0)  # first audio (t = 0) to its end
         assert (response.interrupted, response.underruns) == (False, 0)
         metrics = rig.playback.metrics()
         assert isinstance(metrics, LiveMetrics)
