@@ -132,7 +132,9 @@ class LiveMetrics(SessionMetrics):
     usage_seconds: float = 0.0
     context_usage_ratio: float | None = None
     audio_received_ms: int = 0
+    """The model's audio received (its length)."""
     audio_heard_ms: int = 0
+    """Of that, what the listener heard (with an audio output; without one, all of it)."""
     delegations: int = 0
     tool_calls: int = 0
     first_audio_after_speech_ms: tuple[int, ...] = ()

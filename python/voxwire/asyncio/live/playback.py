@@ -80,8 +80,14 @@ class _Utterance:
     id: str
     start_ms: int  # session timeline
     end_ms: int  # the end of the audio received so far, on the timeline
-    received_ms: int = 0
+    received_bytes: int = 0
     underruns_at: int = 0  # the output's underrun count at the last delta
+    odd_byte: bytes = b""
+
+    @property
+    def received_ms(self) -> int:
+        """The audio received (its length, whatever the timeline says)."""
+        return self.received_bytes // _BYTES_PER_MS
 
 
 class LivePlayback:
@@ -121,7 +127,8 @@ class LivePlayback:
         self._position_ms = 0  # the latest timeline position any event named
         self._user_end_ms: int | None = None
         self._latencies: list[int] = []
-        self._received_ms = 0
+        self._received_bytes = 0
+        self._heard_before = output.ring.heard_samples if output is not None else 0
         self._spoken_over_ms = 0
 
     # --- what the model sends -------------------------------------------------------------------
@@ -136,8 +143,8 @@ class LivePlayback:
         if current is None:
             current = self._begin(start)
         current.end_ms = max(current.end_ms, end)
-        current.received_ms += end - start
-        self._received_ms += end - start
+        current.received_bytes += len(event.delta)
+        self._received_bytes += len(event.delta)
         self._position_ms = max(self._position_ms, end)
         if self._user_end_ms is not None:
             self._latencies.append(max(0, start - self._user_end_ms))
@@ -147,8 +154,11 @@ class LivePlayback:
                 LiveAudioEvent(pcm=event.delta, start_ms=event.start_ms, end_ms=event.end_ms)
             )
         else:
+            # A sample split across two deltas: its first byte waits for the next one.
+            pcm = current.odd_byte + event.delta
+            current.odd_byte = pcm[-1:] if len(pcm) % 2 else b""
             before = self._output.ring.pushed_samples
-            self._feed.feed(current.id, event.delta)
+            self._feed.feed(current.id, pcm[: len(pcm) - len(current.odd_byte)])
             self._clock.pushed(before, self._output.ring.pushed_samples, start, end)
             current.underruns_at = self._output.underruns
         if first:  # metrics need the first audio only (and then watch for its first sample)
@@ -161,7 +171,7 @@ class LivePlayback:
         if start is None:
             start = self._current.end_ms if self._current is not None else self._position_ms
         if event.end_ms is not None:
-            return start, event.end_ms
+            return start, max(start, event.end_ms)  # a span backwards is taken as empty
         return start, start + len(event.delta) // _BYTES_PER_MS
 
     def assistant_words(self, event: se.OutputTranscriptDelta) -> None:
@@ -233,6 +243,13 @@ class LivePlayback:
         self._recorder.interrupted([current.id], [cut])
         self._finish("interrupted")
 
+    def _heard_audio_ms(self) -> int:
+        """Milliseconds of the model's audio the listener heard (without an output: received)."""
+        if self._output is None:
+            return self._received_bytes // _BYTES_PER_MS
+        heard = self._output.ring.heard_samples - self._heard_before
+        return heard * 1000 // self._output.device_rate_hz
+
     def _cut_output(self, current: _Utterance) -> int:
         """Cut the output; the milliseconds of ``current`` the listener heard."""
         if self._feed is None or self._output is None:
@@ -254,8 +271,8 @@ class LivePlayback:
         return LiveMetrics(
             **shared,
             **live,
-            audio_received_ms=self._received_ms,
-            audio_heard_ms=self._received_ms if self._output is None else self.heard_ms(),
+            audio_received_ms=self._received_bytes // _BYTES_PER_MS,
+            audio_heard_ms=self._heard_audio_ms(),
             first_audio_after_speech_ms=tuple(self._latencies),
             spoken_over_ms=self._spoken_over_ms,
         )
