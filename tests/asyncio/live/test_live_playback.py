@@ -166,6 +166,31 @@ def test_a_barge_in_drops_what_was_not_heard_and_cuts_the_history_there() -> Non
     run(body)
 
 
+def test_a_new_timeline_cuts_what_the_old_one_queued() -> None:
+    async def body() -> None:
+        rig = Rig(MemoryOutput(prebuffer_ms=0))
+        rig.audio(8000, chunks=5)
+        rig.words("Before ", 8000, 8500)
+        await rig.play(200)
+        rig.playback.timeline_restarted()  # a fork: its timeline starts at 0 again
+        [cut] = rig.records(InterruptionMetrics)
+        assert (cut.played_ms, cut.dropped_ms) == (200, 300)
+        assert rig.truncated == [8200]
+        rig.audio(0, chunks=2)  # the fork's first audio: a new utterance at 0
+        rig.words("After.", 0, 200)
+        await rig.play(100)
+        rig.playback.release()
+        assert [w for w, _, _ in rig.heard] == ["Before ", "After."]
+        assert rig.playback.heard_ms() == 100
+        await rig.playback.aclose()
+        assert [r.response_id for r in rig.records(ResponseMetrics)] == [
+            "live-audio-1",
+            "live-audio-2",
+        ]
+
+    run(body)
+
+
 def test_speech_from_before_the_utterance_does_not_cut_it() -> None:
     async def body() -> None:
         rig = Rig(MemoryOutput(prebuffer_ms=0))

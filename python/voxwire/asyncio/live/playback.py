@@ -221,7 +221,10 @@ class LivePlayback:
         ``user_started_ms``, or an output guardrail)."""
         self.release()  # what was heard up to now stays heard
         current = self._current
-        if current is None:
+        if current is None:  # nothing of an utterance is queued; anything else goes too
+            if self._feed is not None and self.unheard_samples:
+                self._feed.interrupt()
+            self._clock.dropped()
             self._release.drop()
             return
         heard_at_ms = min(self.heard_ms(), current.end_ms)
@@ -242,6 +245,15 @@ class LivePlayback:
         )
         self._recorder.interrupted([current.id], [cut])
         self._finish("interrupted")
+
+    def timeline_restarted(self) -> None:
+        """A new session timeline begins (a fork after a lost connection): the listener stops
+        hearing the old one where it is, as at an interruption (what is queued is dropped, the
+        history item ends there), and positions start again."""
+        self.cut()
+        self._clock = HeardClock()
+        self._position_ms = 0
+        self._user_end_ms = None
 
     def _heard_audio_ms(self) -> int:
         """Milliseconds of the model's audio the listener heard (without an output: received)."""
