@@ -40,6 +40,7 @@ from voxwire.asyncio.events.queue import EventQueue
 from voxwire.asyncio.live.config import DelegationMode, start_config
 from voxwire.asyncio.live.events import LiveEvent, LiveHistoryItem, LiveReconnectedEvent
 from voxwire.asyncio.live.microphone import LiveMicrophone
+from voxwire.asyncio.live.playback import LivePlayback
 from voxwire.asyncio.live.recording import LiveRecording, history_of, initial_items
 from voxwire.asyncio.live.spans import LiveSpans
 from voxwire.asyncio.supervisor import OwnedTasks
@@ -70,6 +71,7 @@ class LiveConnecting:
     _events: EventQueue[LiveEvent]
     _tasks: OwnedTasks
     _output: AudioOutput | None
+    _playback: LivePlayback
     _microphone: LiveMicrophone | None
     _recording: LiveRecording
     _resume_id: str | None
@@ -165,6 +167,7 @@ class LiveConnecting:
                 self.protocol.send_close()
                 await self.flush()
         await self._tasks.aclose()
+        await self._playback.aclose()
         if self._ws is not None:
             await self._ws.close()
             await self._recording.aclose()
@@ -174,6 +177,7 @@ class LiveConnecting:
         if self._ended:
             return
         self._ended = True
+        self._playback.end()  # the last utterance's metrics come before the close event
         self._spans.ended(event.reason, event.error)
         self._events.put(event)
         self._events.close()
