@@ -46,12 +46,17 @@ _E = TypeVar("_E", bound=ClientEvent)
 class ProtocolState:
     """The state of one connection, kept by the received events (see the module docstring)."""
 
-    def __init__(self, ids: IdFactory, update_log: SessionUpdateLog | None) -> None:
+    def __init__(
+        self,
+        ids: IdFactory,
+        update_log: SessionUpdateLog | None,
+        max_history_items: int | None = None,
+    ) -> None:
         self._ids = ids
         self._received: list[ReceivedEvent] = []
         self._outgoing: list[str] = []
         self._session: SessionConfig | None = None
-        self._conversation = ConversationState()
+        self._conversation = ConversationState(max_history_items)
         self._ledger = AudioLedger()
         self._responses = ResponseRecords()
         self._gate = ResponseGate()
@@ -193,6 +198,7 @@ class ProtocolState:
 
     def _finish_response(self, response_id: str, response: Response) -> None:
         self._responses.done(response, response_id)
+        self._ledger.response_done(response_id)
         self._gate.response_done(response_id)
         self._release_held_create()
 

@@ -59,7 +59,7 @@ from voxwire.protocol import (
 )
 from voxwire.protocol.codec import short_repr
 from voxwire.server.core.config import apply_update, default_session, input_format
-from voxwire.server.core.conversation import ServerConversation
+from voxwire.server.core.conversation import DEFAULT_AUDIO_BUDGET_BYTES, ServerConversation
 from voxwire.server.core.errors import ServerError, error_event
 from voxwire.server.core.ids import ServerIds
 from voxwire.server.core.input_buffer import InputAudioBuffer
@@ -132,6 +132,7 @@ class ServerSession:
         responding: Callable[[], bool],
         turn_detection: TurnDetectionFactory,
         mcp_servers: McpServers | None = None,
+        audio_budget_bytes: int | None = DEFAULT_AUDIO_BUDGET_BYTES,
     ) -> None:
         self.ids = ids
         self.mcp_servers = mcp_servers or McpServers()
@@ -141,7 +142,7 @@ class ServerSession:
             expires_at=expires_at,
             output_modalities=output_modalities,
         )
-        self.conversation = ServerConversation()
+        self.conversation = ServerConversation(audio_budget_bytes)
         self.conversation_id = ids.conversation()
         self.assistant_audio_sent = False
         self._responding = responding
