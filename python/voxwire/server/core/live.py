@@ -8,14 +8,15 @@ Rules (the Live reference and guides; ``openai.types.live``):
 * after startup ``session.update`` changes only ``delegation`` (same owner) and ``triggers``:
   other fields are immutable (``immutable_parameter``), unknown ones ``unknown_parameter``;
 * ``session.commentary.append`` is spoken; with a ``delegation_id`` it answers that client
-  delegation; ``session.thinking.append`` is silent; a non-null ``delegation_id`` must name a
-  client delegation ("not accepted with Responses delegation");
+  or Decisions delegation; ``session.thinking.append`` is silent; a non-null ``delegation_id``
+  must name a client or Decisions delegation ("not accepted with Responses delegation");
 * ``response.item.create`` / ``response.create`` require Responses delegation;
-* the Decisions API is not emulated: its commands get ``unsupported``.
+* the Decisions API (items, ``decision.create``, triggers): :mod:`.live_decisions`.
 
 Commands tell the pump what takes time: :class:`Speak` (voice a text), :class:`ContinueBackend`
 (run the scripted Responses backend again for a delegation whose tool outputs arrived),
-:class:`Close`. Time comes in as arguments (``now_s``, the timeline position).
+:class:`Decide` (the scenario's Decisions model answers a delegation), :class:`Close`. Time
+comes in as arguments (``now_s``, the timeline position).
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ import msgspec
 
 from voxwire.live import client_events as ce
 from voxwire.live import server_events as se
+from voxwire.live.decisions import decisions_config
 from voxwire.live.objects import (
     IMMUTABLE_FIELDS,
     UPDATABLE_FIELDS,
     AudioConfig,
     AudioFormat,
     AudioOutputConfig,
+    DecisionsDelegation,
     DelegationInfo,
     DelegationTarget,
     LiveErrorInfo,
@@ -45,12 +48,14 @@ from voxwire.live.objects import (
 from voxwire.live.protocol import MAX_FIXTURE_BYTES
 from voxwire.protocol.server_events import ProtocolErrorEvent
 from voxwire.server.core.ids import ServerIds
+from voxwire.server.core.live_decisions import DecisionDesk, session_decisions, triggers_problem
 
 __all__ = [
     "BackendDelegation",
     "Close",
     "Command",
     "ContinueBackend",
+    "Decide",
     "LiveServerSession",
     "Speak",
 ]
@@ -79,11 +84,18 @@ class ContinueBackend:
 
 
 @dataclass(frozen=True)
+class Decide:
+    """The Decisions model answers the delegation (``decision.event``)."""
+
+    delegation_id: str
+
+
+@dataclass(frozen=True)
 class Close:
     """End the connection after the events that precede this command."""
 
 
-Command = Speak | ContinueBackend | Close
+Command = Speak | ContinueBackend | Decide | Close
 Out = se.LiveServerEvent | Command
 
 
@@ -109,6 +121,7 @@ class LiveServerSession:
         self.muted = False
         self.closed = False
         self.delegations: dict[str, BackendDelegation] = {}
+        self.decisions = DecisionDesk(ids, self.error)
         self._started_s = 0.0
 
     @property
@@ -166,8 +179,7 @@ class LiveServerSession:
             return [
                 self.error(
                     "unsupported",
-                    f"{event.__struct_config__.tag} is not emulated by the local voxwire server "
-                    "(the Decisions API)",
+                    f"{event.__struct_config__.tag} is not emulated by the local voxwire server",
                     event.event_id,
                 )
             ]
@@ -225,16 +237,17 @@ class LiveServerSession:
                 )
             old = current.get("delegation") or {}
             current["delegation"] = {**old, **delegation}
-            if isinstance(old.get("responses"), dict) and isinstance(
-                delegation.get("responses"), dict
-            ):
-                current["delegation"]["responses"] = {**old["responses"], **delegation["responses"]}
+            for key in ("responses", "decisions"):  # omitted settings keep their values
+                if isinstance(old.get(key), dict) and isinstance(delegation.get(key), dict):
+                    current["delegation"][key] = {**old[key], **delegation[key]}
         if "triggers" in update:
             current["triggers"] = update["triggers"]
         try:
-            return msgspec.convert(current, LiveSessionResource)
+            merged = msgspec.convert(current, LiveSessionResource)
         except msgspec.ValidationError as exc:
             return f"invalid session.update: {exc}"
+        problem = _start_problem(merged)
+        return merged if problem is None else f"invalid session.update: {problem[1]}"
 
     def _mute(
         self, event: ce.InputAudioMute | ce.InputAudioUnmute, now_s: float, timeline_ms: int
@@ -251,11 +264,11 @@ class LiveServerSession:
     ) -> list[Out]:
         if event.delegation_id is not None:
             owner = self.delegations.get(event.delegation_id)
-            if owner is None or owner.target != "client":
+            if owner is None or owner.target == "responses":
                 why = (
                     "Non-null delegation IDs are not accepted with Responses delegation"
                     if self.target == "responses"
-                    else f"no client delegation has id {event.delegation_id[:64]!r}"
+                    else f"no delegation has id {event.delegation_id[:64]!r}"
                 )
                 return [self.error("invalid_value", why, event.event_id, "delegation_id")]
             if isinstance(event, ce.CommentaryAppend):
@@ -348,6 +361,23 @@ class LiveServerSession:
             )
         ]
 
+    def _decision_item(
+        self, event: ce.DecisionItemCreate | ce.DecisionItemDelete, now_s: float, timeline_ms: int
+    ) -> list[Out]:
+        if isinstance(event, ce.DecisionItemCreate):
+            return [self.decisions.create_item(event.item, event.event_id)]
+        return [self.decisions.delete_item(event.item_id, event.event_id)]
+
+    def _decision_create(
+        self, event: ce.DecisionCreate, now_s: float, timeline_ms: int
+    ) -> list[Out]:
+        config = session_decisions(self.session)
+        refused = self.decisions.create_problem(event.event_id, config)
+        if refused is not None:
+            return [refused]
+        delegation, events = self.delegate("", timeline_ms, [], client_event_id=event.event_id)
+        return [*events, Decide(delegation.id)]
+
     def _close(self, event: ce.SessionClose, now_s: float, timeline_ms: int) -> list[Out]:
         return [self.closed_event("close_requested", now_s, event.event_id), Close()]
 
@@ -367,7 +397,11 @@ class LiveServerSession:
         )
 
     def delegate(
-        self, user_text: str, offset_ms: int, calls: Sequence[tuple[str, str]]
+        self,
+        user_text: str,
+        offset_ms: int,
+        calls: Sequence[tuple[str, str]],
+        client_event_id: str | None = None,
     ) -> tuple[BackendDelegation, list[se.LiveServerEvent]]:
         """The model hands the user's task to the session's delegation owner; for Responses,
         the backend's first stream (its function calls) comes with it."""
@@ -386,7 +420,12 @@ class LiveServerSession:
             response_id=delegation.response_id,
         )
         events: list[se.LiveServerEvent] = [
-            se.DelegationCreated(event_id=self._ids.event(), delegation=info, offset_ms=offset_ms)
+            se.DelegationCreated(
+                event_id=self._ids.event(),
+                client_event_id=client_event_id,
+                delegation=info,
+                offset_ms=offset_ms,
+            )
         ]
         if target == "responses":
             events.append(self.backend_event(delegation, "response.created", {}))
@@ -468,7 +507,11 @@ def _start_problem(config: LiveSessionConfig) -> tuple[str, str] | None:
             "session.delegation.responses.model",
             "Responses delegation needs delegation.responses.model",
         )
-    return None
+    if isinstance(delegation, DecisionsDelegation) and session_decisions(config) is None:
+        checked = decisions_config(delegation.decisions)
+        return "session.delegation.decisions", str(checked)
+    problem = triggers_problem(config.triggers)
+    return None if problem is None else ("session.triggers", problem)
 
 
 def _resource(config: LiveSessionConfig, session_id: str, expires_at: int) -> LiveSessionResource:
@@ -503,5 +546,8 @@ _HANDLERS: Final[dict[type, Any]] = {
     ce.ResponseItemCreate: LiveServerSession._response_item,
     ce.ResponseCreate: LiveServerSession._response_create,
     ce.SessionClose: LiveServerSession._close,
+    ce.DecisionCreate: LiveServerSession._decision_create,
+    ce.DecisionItemCreate: LiveServerSession._decision_item,
+    ce.DecisionItemDelete: LiveServerSession._decision_item,
     # session.input_audio.append is the pump's (turn detection); it never reaches here.
 }
