@@ -25,6 +25,7 @@ from voxwire.live.decisions import (
     ChoiceOption,
     ChoiceQuestion,
     Decision,
+    DecisionQuestion,
     DecisionsConfig,
     PredicateQuestion,
     RefusalAnswer,
@@ -65,7 +66,7 @@ DECISION = {
     "model": "gpt-6-luna",
     "usage": USAGE,
 }
-QUESTIONS = [
+QUESTIONS: list[DecisionQuestion] = [
     ChoiceQuestion(
         name="temperature",
         instructions="How should the cabin temperature change?",
@@ -164,7 +165,7 @@ def test_odd_decisions_are_none_never_an_exception(event: dict[str, Any]) -> Non
     assert parse_decision(event) is None
 
 
-ITEMS_OK = [
+ITEMS_OK: list[dict[str, Any]] = [
     {"type": "message", "role": "user", "content": "Cabin: 18 degrees, defogger off."},
     {"role": "developer", "content": [{"type": "input_text", "text": "x"}], "id": "it_1"},
     {"type": "function_call", "call_id": "c", "name": "set_temp", "arguments": "{}"},

@@ -213,7 +213,7 @@ def test_official_client_decision_create_items_and_triggers() -> None:
             live = Listener(connection)
             await connection.session.start(session={"model": "gpt-live-1", "delegation": DECISIONS})
             await live.until("session.started")
-            await connection.decision.item.create(item=CABIN, event_id="i1")  # type: ignore[arg-type]
+            await connection.decision.item.create(item=CABIN, event_id="i1")
             created = await live.until("decision.item.created", client_event_id="i1")
             await connection.decision.item.create(
                 item={"role": "developer", "content": "The driver said: defog the windshield."},

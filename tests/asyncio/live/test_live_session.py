@@ -228,8 +228,8 @@ def test_what_does_not_carry_over_is_refused() -> None:
         LiveSession(WEATHER_AGENT, delegation="client")
     with pytest.raises(ConfigurationError, match="takes no backend"):
         LiveSession(WEATHER_AGENT, backend=backend)
-    with pytest.raises(ConfigurationError, match="expected 'responses' or 'client'"):
-        LiveSession(WEATHER_AGENT, delegation="decisions")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="needs decisions=LiveDecisions"):
+        LiveSession(WEATHER_AGENT, delegation="decisions")
 
     async def body() -> None:
         triage = RealtimeAgent(name="Triage", handoffs=[WEATHER_AGENT])

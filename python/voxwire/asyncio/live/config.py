@@ -12,7 +12,7 @@ from voxwire.protocol import FunctionTool as DeclaredTool
 
 __all__ = ["DelegationMode", "start_config"]
 
-DelegationMode = Literal["responses", "client"]
+DelegationMode = Literal["responses", "client", "decisions"]
 
 
 def start_config(
@@ -22,6 +22,7 @@ def start_config(
     delegation: DelegationMode,
     backend_model: str,
     backend_instructions: str | None,
+    decisions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The session configuration for ``resolved`` (raises :class:`ConfigurationError` for what
     does not carry over to Live)."""
@@ -43,14 +44,14 @@ def start_config(
         session["instructions"] = resolved.instructions
     if agent.voice:
         session["audio"] = {"output": {"voice": agent.voice}}
-    if delegation == "client":
+    if delegation in ("client", "decisions"):
         if resolved.tools:
             raise ConfigurationError(
-                f"agent {agent.name!r} has function tools but delegation='client': tools are "
-                "run for the Responses backend (delegation='responses'); with client "
-                "delegation your backend function does the work"
+                f"agent {agent.name!r} has function tools but delegation={delegation!r}: tools "
+                "are run for the Responses backend (delegation='responses'); with client or "
+                "Decisions delegation your own code does the work"
             )
-        session["delegation"] = {"type": "client"}
+        session["delegation"] = decisions if delegation == "decisions" else {"type": "client"}
         return session
     backend: dict[str, Any] = {
         "model": backend_model,

@@ -22,6 +22,7 @@ from voxwire.asyncio.events import (
     ToolEndEvent,
     ToolStartEvent,
 )
+from voxwire.asyncio.live.decision_events import DecisionItemEvent, LiveDecisionEvent
 
 __all__ = [
     "DelegationAnsweredEvent",
@@ -134,6 +135,8 @@ LiveEvent: TypeAlias = (
     | LiveTranscriptEvent
     | DelegationStartedEvent
     | DelegationAnsweredEvent
+    | LiveDecisionEvent
+    | DecisionItemEvent
     | LiveGuardrailTrippedEvent
     | LiveUsageEvent
     | ToolStartEvent

@@ -43,6 +43,11 @@ from voxwire.asyncio.audio.microphone import AudioSource
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
 from voxwire.asyncio.events.queue import EventQueue, QueueClosed
 from voxwire.asyncio.live.config import DelegationMode, start_config
+from voxwire.asyncio.live.decisions import (
+    LiveDecisions,
+    SessionDecisions,
+    check_delegation_mode,
+)
 from voxwire.asyncio.live.delegation import (
     ClientBackend,
     ClientWork,
@@ -94,6 +99,7 @@ class LiveSession:
         backend_model: str = "gpt-5.5",
         backend_instructions: str | None = None,
         backend: ClientBackend | None = None,
+        decisions: LiveDecisions | None = None,
         audio_output: AudioOutput | None = None,
         audio_input: AudioSource | None = None,
         context: Any = None,
@@ -101,10 +107,7 @@ class LiveSession:
         start_timeout_s: float = 15.0,
         max_events: int = 1000,
     ) -> None:
-        if delegation not in ("responses", "client"):
-            raise ConfigurationError(
-                f"delegation={delegation!r} is invalid: expected 'responses' or 'client'"
-            )
+        check_delegation_mode(delegation, decisions)
         if (delegation == "client") != (backend is not None):
             raise ConfigurationError(
                 "delegation='client' needs backend= (an async function answering each "
@@ -128,6 +131,7 @@ class LiveSession:
         # Bounded, never blocking the receive loop: when full, audio and usage go first.
         self._events: EventQueue[LiveEvent] = EventQueue(max_events, droppable=_droppable)
         self._tasks = OwnedTasks(self._task_failed)
+        self.decisions = SessionDecisions(self, decisions, context)  # docs/live.md, Decisions
         self._approvals = Approvals()
         self._responses: ResponsesWork | None = None
         self._client: ClientWork | None = None
@@ -166,6 +170,7 @@ class LiveSession:
             delegation=delegation,
             backend_model=backend_model,
             backend_instructions=backend_instructions,
+            decisions=self.decisions.start_delegation(),
         )
         try:
             self._ws = await connect(self._url, additional_headers=self._headers)
@@ -229,6 +234,7 @@ class LiveSession:
         if self._ended:
             return
         self._ended = True
+        self.decisions.closed()
         self._events.put(event)
         self._events.close()
 
@@ -437,6 +443,7 @@ class LiveSession:
         self.emit(LiveUsageEvent(seconds=event.usage.seconds, context_usage_ratio=ratio))
 
     def _on_error(self, event: se.LiveErrorEvent) -> None:
+        self.decisions.on_error(event)
         self.emit(
             ev.ErrorEvent(
                 message=event.error.message,
@@ -536,4 +543,7 @@ _HANDLERS: Final[dict[type, Any]] = {
     se.LiveErrorEvent: LiveSession._on_error,
     ProtocolErrorEvent: LiveSession._on_protocol_error,
     se.SessionClosed: LiveSession._on_closed,
+    se.DecisionEvent: lambda session, event: session.decisions.on_event(event),
+    se.DecisionItemCreated: lambda session, event: session.decisions.on_event(event),
+    se.DecisionItemDeleted: lambda session, event: session.decisions.on_event(event),
 }
