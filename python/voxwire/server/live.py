@@ -252,9 +252,10 @@ class LiveConnection:
             scenario = getattr(self._settings.responder, "scenario", None)
             rules = getattr(scenario, "rules", ())
             tools = tuple(c.name for r in rules for c in r.calls if isinstance(c, CallTool))
+        startup = (session.instructions if session is not None else None) or ""
         return Turn(
             items=items,
-            instructions=(session.instructions if session is not None else None) or "",
+            instructions="\n".join([startup, *self._core.appended_instructions]).strip(),
             tools=tools,
             tool_choice="auto",
         )

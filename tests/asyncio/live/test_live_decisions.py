@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.asyncio.live.speech import say
 from tests.asyncio.live.test_live_session import until
 from voxwire.agents import RealtimeAgent, function_tool
 from voxwire.asyncio import ErrorEvent
@@ -33,7 +34,6 @@ from voxwire.live import ChoiceOption, ChoiceQuestion, DecisionQuestion, Predica
 from voxwire.live.decisions import ChoiceAnswer, PredicateAnswer
 from voxwire.server import RealtimeServer, Scenario
 from voxwire.server.engines.transcribe import WhisperTranscriber
-from voxwire.server.engines.tts import Voice
 
 QUESTIONS: list[DecisionQuestion] = [
     ChoiceQuestion(
@@ -65,21 +65,8 @@ async def local_server(tts: str | None = None) -> AsyncIterator[str]:
         yield f"{server.base_url}/live/sessions"
 
 
-SPEECH: list[bytes] = []
-
-
 async def say_cold(session: LiveSession) -> None:
-    """The driver says "It is cold in here." (hibari), then is silent."""
-    if not SPEECH:
-        voice = Voice.load("hibari")
-        try:
-            speech = voice.speak_blocking("It is cold in here.", "alloy", 1.0, "audio/pcm")
-        finally:
-            voice.close()
-        SPEECH.append(bytes(24_000) + speech.audio + bytes(24_000 * 4))
-    audio = SPEECH[0]
-    for offset in range(0, len(audio), 4800):
-        await session.send_audio(audio[offset : offset + 4800])
+    await say(session, "It is cold in here.")
 
 
 def said(events: list[Any]) -> str:

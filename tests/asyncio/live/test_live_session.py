@@ -235,7 +235,7 @@ def test_what_does_not_carry_over_is_refused() -> None:
         triage = RealtimeAgent(name="Triage", handoffs=[WEATHER_AGENT])
         async with local_server() as url:
             with pytest.raises(ConfigurationError, match="handoffs do not carry over"):
-                await LiveSession(triage, url=url).connect()
+                await LiveSession(triage, url=url, delegation="client", backend=backend).connect()
             with pytest.raises(ConfigurationError, match="tools are run for the Responses"):
                 await LiveSession(
                     WEATHER_AGENT, url=url, delegation="client", backend=backend

@@ -18,7 +18,6 @@ the user, ``session.commentary.append`` for the delegation), a
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -29,7 +28,8 @@ import voxwire.asyncio.events as ev
 from voxwire.asyncio.live.decision_events import DecisionItemEvent, LiveDecisionEvent
 from voxwire.asyncio.live.delegation import ClientWork, DelegationAnswer, DelegationRequest
 from voxwire.asyncio.live.events import LiveHistoryItem
-from voxwire.exceptions import ConfigurationError, SessionClosed, VoxwireError
+from voxwire.asyncio.live.replies import CommandRefused, Replies
+from voxwire.exceptions import ConfigurationError
 from voxwire.live import LiveProtocol
 from voxwire.live import server_events as se
 from voxwire.live.decisions import Decision, DecisionQuestion, decisions_config, parse_decision
@@ -46,13 +46,8 @@ __all__ = [
 DEFAULT_DECISIONS_MODEL = "gpt-6-luna"
 
 
-class DecisionRefused(VoxwireError):
-    """The server refused a Decisions command (an ``error`` naming it): ``code``, ``param``."""
-
-    def __init__(self, message: str, code: str, param: str | None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.param = param
+#: The server refused a Decisions command (``code``, ``param``).
+DecisionRefused = CommandRefused
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +119,9 @@ class DecisionsHost(Protocol):
     @property
     def history(self) -> tuple[LiveHistoryItem, ...]: ...
 
+    @property
+    def replies(self) -> Replies: ...
+
     def emit(self, event: Any) -> None: ...
 
     async def flush(self) -> None: ...
@@ -140,13 +138,10 @@ class SessionDecisions:
         host: DecisionsHost,
         config: LiveDecisions | None,
         context: Any,
-        timeout_s: float = 30.0,
     ) -> None:
         self._host = host
         self._config = config
         self._context = context
-        self._timeout_s = timeout_s
-        self._waiting: dict[str, asyncio.Future[Any]] = {}  # client event id -> its answer
 
     def start_delegation(self) -> dict[str, Any] | None:
         """The ``session.start`` delegation of a Decisions session (``None`` otherwise)."""
@@ -177,21 +172,7 @@ class SessionDecisions:
         return decision
 
     async def _wait(self, event_id: str) -> Any:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiting[event_id] = future
-        try:
-            await self._host.flush()
-            return await asyncio.wait_for(future, self._timeout_s)
-        finally:
-            self._waiting.pop(event_id, None)
-
-    def _settle(self, event_id: str | None, value: Any) -> None:
-        future = self._waiting.get(event_id or "")
-        if future is not None and not future.done():
-            if isinstance(value, BaseException):
-                future.set_exception(value)
-            else:
-                future.set_result(value)
+        return await self._host.replies.wait(event_id, self._host.flush)
 
     # --- what the session feeds in ---------------------------------------------------------
 
@@ -202,23 +183,12 @@ class SessionDecisions:
             if isinstance(item_id, str):
                 created = DecisionItemEvent(action="created", item_id=item_id, item=event.item)
                 self._host.emit(created)
-                self._settle(event.client_event_id, item_id)
+                self._host.replies.settle(event.client_event_id, item_id)
         elif isinstance(event, se.DecisionItemDeleted):
             self._host.emit(DecisionItemEvent(action="deleted", item_id=event.item_id))
-            self._settle(event.client_event_id, None)
+            self._host.replies.settle(event.client_event_id, None)
         elif isinstance(event, se.DecisionEvent):
             self._on_decision(event)
-
-    def on_error(self, event: se.LiveErrorEvent) -> None:
-        """An ``error``: the command it names (if waited for) fails with it."""
-        error = event.error
-        refused = DecisionRefused(error.message, error.code, error.param)
-        self._settle(error.client_event_id, refused)
-
-    def closed(self) -> None:
-        """The session ended: nothing waited for will come."""
-        for event_id in list(self._waiting):
-            self._settle(event_id, SessionClosed("the Live session ended before the answer"))
 
     def _on_decision(self, event: se.DecisionEvent) -> None:
         decision = parse_decision(event.event)
@@ -242,7 +212,7 @@ class SessionDecisions:
             )
         )
         if asked_by is not None:
-            self._settle(asked_by, decision)
+            self._host.replies.settle(asked_by, decision)
         elif delegation is not None and self._config and self._config.on_decision:
             handler = self._config.on_decision
 

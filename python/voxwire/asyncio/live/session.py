@@ -64,7 +64,9 @@ from voxwire.asyncio.live.events import (
     LiveTranscriptEvent,
     LiveUsageEvent,
 )
+from voxwire.asyncio.live.handoffs import LiveHandoffs
 from voxwire.asyncio.live.microphone import LiveMicrophone
+from voxwire.asyncio.live.replies import Replies
 from voxwire.asyncio.live.transcripts import HeardClock, TranscriptRelease
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
@@ -131,6 +133,7 @@ class LiveSession:
         # Bounded, never blocking the receive loop: when full, audio and usage go first.
         self._events: EventQueue[LiveEvent] = EventQueue(max_events, droppable=_droppable)
         self._tasks = OwnedTasks(self._task_failed)
+        self.replies = Replies()  # answers to commands, by event id
         self.decisions = SessionDecisions(self, decisions, context)  # docs/live.md, Decisions
         self._approvals = Approvals()
         self._responses: ResponsesWork | None = None
@@ -202,6 +205,7 @@ class LiveSession:
             context=self._context,
         )
         self._responses = ResponsesWork(self, resolved, executor)
+        self._responses.handoffs = LiveHandoffs(self, resolved.agent.voice)
 
     async def _until_started(self) -> None:
         assert self._ws is not None
@@ -234,7 +238,7 @@ class LiveSession:
         if self._ended:
             return
         self._ended = True
-        self.decisions.closed()
+        self.replies.close()
         self._events.put(event)
         self._events.close()
 
@@ -443,7 +447,7 @@ class LiveSession:
         self.emit(LiveUsageEvent(seconds=event.usage.seconds, context_usage_ratio=ratio))
 
     def _on_error(self, event: se.LiveErrorEvent) -> None:
-        self.decisions.on_error(event)
+        self.replies.on_error(event)
         self.emit(
             ev.ErrorEvent(
                 message=event.error.message,
@@ -543,6 +547,7 @@ _HANDLERS: Final[dict[type, Any]] = {
     se.LiveErrorEvent: LiveSession._on_error,
     ProtocolErrorEvent: LiveSession._on_protocol_error,
     se.SessionClosed: LiveSession._on_closed,
+    se.SessionUpdated: lambda session, event: session.replies.settle(event.client_event_id, event),
     se.DecisionEvent: lambda session, event: session.decisions.on_event(event),
     se.DecisionItemCreated: lambda session, event: session.decisions.on_event(event),
     se.DecisionItemDeleted: lambda session, event: session.decisions.on_event(event),

@@ -122,6 +122,9 @@ class LiveServerSession:
         self.closed = False
         self.delegations: dict[str, BackendDelegation] = {}
         self.decisions = DecisionDesk(ids, self.error)
+        #: ``session.instructions.append`` for the session (not a delegation), in order: they
+        #: stay in the conversation, after the startup instructions (the responder reads both).
+        self.appended_instructions: list[str] = []
         self._started_s = 0.0
 
     @property
@@ -273,6 +276,8 @@ class LiveServerSession:
                 return [self.error("invalid_value", why, event.event_id, "delegation_id")]
             if isinstance(event, ce.CommentaryAppend):
                 owner.answered = True
+        if isinstance(event, ce.InstructionsAppend) and event.delegation_id is None:
+            self.appended_instructions.append(event.content)
         kind: type[se.InstructionsAppended | se.ThinkingAppended | se.CommentaryAppended] = {
             ce.InstructionsAppend: se.InstructionsAppended,
             ce.ThinkingAppend: se.ThinkingAppended,
