@@ -9,10 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import signal
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from openai import AsyncOpenAI
 from openai.types.decision import Decision as OfficialDecision
 from websockets.asyncio.client import connect
 
@@ -32,7 +35,7 @@ from voxwire.server.core.live import Decide, LiveServerSession, Speak
 from voxwire.server.core.live_decisions import decision_rules, scripted_decision
 from voxwire.server.engines.tts import Voice
 
-from .helpers import run
+from .helpers import realtime_url, run, start_serve
 
 QUESTIONS = [
     {
@@ -349,3 +352,49 @@ def test_mutated_decision_frames_never_close_the_connection(seed: int) -> None:
             assert {"error", "decision.event", "session.delegation.created"} <= set(kinds)
 
     run(body())
+
+
+def test_voxwire_serve_drives_a_decision_for_the_official_client(tmp_path: Path) -> None:
+    """``voxwire serve --scenario`` (a real subprocess) with a scenario ``decisions`` list: the
+    official client, unchanged, adds an item, asks for a decision, gets the scripted one."""
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(
+        json.dumps(
+            {"decisions": [{"match": "defog", "answers": {"temperature": "down", "urgency": 1}}]}
+        )
+    )
+    options = ("--port", "0", "--scenario", str(scenario), "--pace", "0", "--no-audio")
+    process, line = start_serve(*options)
+    try:
+        base = realtime_url(line).split("/v1/")[0]
+
+        async def body() -> None:
+            client = AsyncOpenAI(
+                api_key="sk-dummy",
+                base_url=base.replace("ws://", "http://") + "/v1",
+                websocket_base_url=base + "/v1",
+            )
+            async with client.live.connect() as connection:
+                live = Listener(connection)
+                await connection.session.start(
+                    session={"model": "gpt-live-1", "delegation": DECISIONS}
+                )
+                await live.until("session.started")
+                await connection.decision.item.create(
+                    item={"role": "user", "content": "Please defog the windshield."}
+                )
+                await live.until("decision.item.created")
+                await connection.decision.create(event_id="ask")
+                await live.until("session.delegation.created", client_event_id="ask")
+                decided = await live.until("decision.event")
+                answers = decided.event.decision.answers
+                assert [a.type for a in answers] == ["choice", "refusal", "score"]
+                assert (answers[0].choice, answers[2].score) == ("down", 1.0)
+                await connection.session.close()
+                await live.until("session.closed")
+
+        run(body())
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=20)
+    assert process.returncode == 0, stderr

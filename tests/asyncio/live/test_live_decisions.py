@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import msgspec
 import pytest
 
 from tests.asyncio.live.speech import say
@@ -237,5 +238,46 @@ def test_an_agent_with_tools_cannot_use_decisions_delegation() -> None:
             )
             with pytest.raises(ConfigurationError, match="delegation='decisions'"):
                 await session.connect()
+
+    asyncio.run(body())
+
+
+def test_trigger_decisions_arrive_as_events_and_a_refused_update_raises() -> None:
+    trigger = {
+        "type": "decisions",
+        "event_type": "session.output_transcript.delta",
+        "decisions": {"questions": [msgspec.to_builtins(QUESTIONS[1])]},
+    }
+
+    async def body() -> None:
+        async with (
+            local_server() as url,
+            LiveSession(
+                DRIVER,
+                url=url,
+                delegation="decisions",
+                decisions=LiveDecisions(questions=QUESTIONS),
+            ) as session,
+        ):
+            protocol = session.protocol
+            bad = protocol.send_session_update({"triggers": [{**trigger, "event_type": "x"}]})
+            with pytest.raises(DecisionRefused, match="event_type") as refused:
+                await session.replies.wait(bad, session.flush)
+            assert refused.value.param == "session.triggers"
+            updated = await session.replies.wait(
+                protocol.send_session_update({"triggers": [trigger]}), session.flush
+            )
+            assert updated.session.triggers == [trigger]
+            await session.add_context("Defogging now.", spoken=True)
+            events = await until(
+                session,
+                lambda seen: any(isinstance(e, LiveDecisionEvent) and e.trigger_id for e in seen),
+            )
+            fired = events[-1]
+            assert fired.delegation_id is None
+            assert fired.source_event_id is not None
+            [answer] = fired.decision.answers
+            assert isinstance(answer, PredicateAnswer)
+            assert answer.probability == 1.0  # the scenario's "defog" rule
 
     asyncio.run(body())

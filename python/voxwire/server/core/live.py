@@ -219,8 +219,8 @@ class LiveServerSession:
             )
             return [self.error(code, message, event.event_id, f"session.{name}")]
         merged = self._merged(event.session)
-        if isinstance(merged, str):
-            return [self.error("invalid_value", merged, event.event_id, "session.delegation")]
+        if isinstance(merged, tuple):
+            return [self.error("invalid_value", merged[1], event.event_id, merged[0])]
         self.session = merged
         return [
             se.SessionUpdated(
@@ -228,13 +228,13 @@ class LiveServerSession:
             )
         ]
 
-    def _merged(self, update: dict[str, Any]) -> LiveSessionResource | str:
+    def _merged(self, update: dict[str, Any]) -> LiveSessionResource | tuple[str, str]:
         assert self.session is not None
         current = msgspec.to_builtins(self.session)
         delegation = update.get("delegation")
         if delegation is not None:
             if not isinstance(delegation, dict) or delegation.get("type") != self.target:
-                return (
+                return "session.delegation", (
                     f"session.update cannot change the delegation owner ({self.target!r}); "
                     "start a new session"
                 )
@@ -248,9 +248,9 @@ class LiveServerSession:
         try:
             merged = msgspec.convert(current, LiveSessionResource)
         except msgspec.ValidationError as exc:
-            return f"invalid session.update: {exc}"
+            return "session", f"invalid session.update: {exc}"
         problem = _start_problem(merged)
-        return merged if problem is None else f"invalid session.update: {problem[1]}"
+        return merged if problem is None else (problem[0], f"invalid session.update: {problem[1]}")
 
     def _mute(
         self, event: ce.InputAudioMute | ce.InputAudioUnmute, now_s: float, timeline_ms: int
