@@ -66,6 +66,17 @@ async def local_server(tts: str | None = None) -> AsyncIterator[str]:
         yield f"{server.base_url}/live/sessions"
 
 
+@asynccontextmanager
+async def decisions_session() -> AsyncIterator[LiveSession]:
+    """A Decisions session (no handler) against the local server, text only."""
+    decisions = LiveDecisions(questions=QUESTIONS)
+    async with (
+        local_server() as url,
+        LiveSession(DRIVER, url=url, delegation="decisions", decisions=decisions) as session,
+    ):
+        yield session
+
+
 async def say_cold(session: LiveSession) -> None:
     await say(session, "It is cold in here.")
 
@@ -122,15 +133,7 @@ def test_the_model_delegates_a_spoken_request_and_the_handler_reports() -> None:
 
 def test_items_and_decide_through_session_decisions() -> None:
     async def body() -> None:
-        async with (
-            local_server() as url,
-            LiveSession(
-                DRIVER,
-                url=url,
-                delegation="decisions",
-                decisions=LiveDecisions(questions=QUESTIONS),
-            ) as session,
-        ):
+        async with decisions_session() as session:
             item_id = await session.decisions.add_item(
                 {"role": "developer", "content": "The driver asked to defog the windshield."}
             )
@@ -250,15 +253,7 @@ def test_trigger_decisions_arrive_as_events_and_a_refused_update_raises() -> Non
     }
 
     async def body() -> None:
-        async with (
-            local_server() as url,
-            LiveSession(
-                DRIVER,
-                url=url,
-                delegation="decisions",
-                decisions=LiveDecisions(questions=QUESTIONS),
-            ) as session,
-        ):
+        async with decisions_session() as session:
             protocol = session.protocol
             bad = protocol.send_session_update({"triggers": [{**trigger, "event_type": "x"}]})
             with pytest.raises(DecisionRefused, match="event_type") as refused:
