@@ -17,9 +17,10 @@ guardrails and ``context``, output guardrails.
 What does not (GPT-Live decides when to speak and hears interruptions itself): no truncation
 (nothing is sent when the listener interrupts — the model heard it), no ``response.create``
 gating, ``say``/``create_response``, ``send_message`` (Live takes speech; add context with
-:meth:`add_context`), handoffs and ``update_agent`` (instructions and voice are fixed at
-startup), hosted MCP tools, persistence and reconnection (a new socket does not restore a
-Live session; going on means a fork of a stored one), input guardrails. See docs/live.md.
+:meth:`add_context`), ``update_agent`` and handoffs outside Responses delegation (the voice is
+fixed at startup; handoffs.py says what a handoff changes), hosted MCP tools, persistence and
+reconnection (a new socket does not restore a Live session; going on means a fork of a stored
+one), input guardrails. See docs/live.md.
 """
 
 from __future__ import annotations
