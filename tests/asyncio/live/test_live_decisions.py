@@ -276,3 +276,13 @@ def test_trigger_decisions_arrive_as_events_and_a_refused_update_raises() -> Non
             assert answer.probability == 1.0  # the scenario's "defog" rule
 
     asyncio.run(body())
+
+
+def test_questions_as_mappings_and_the_acknowledgement_delay() -> None:
+    predicate = {"type": "predicate", "name": "p", "instructions": "Is it urgent?"}
+    decisions = LiveDecisions(questions=[predicate], model="m", acknowledgement_delay_ms=0)
+    assert decisions.delegation() == {
+        "type": "decisions",
+        "decisions": {"model": "m", "questions": [predicate]},
+        "acknowledgement_delay_ms": 0,
+    }
