@@ -259,10 +259,12 @@ def test_trigger_decisions_arrive_as_events_and_a_refused_update_raises() -> Non
             with pytest.raises(DecisionRefused, match="event_type") as refused:
                 await session.replies.wait(bad, session.flush)
             assert refused.value.param == "session.triggers"
-            updated = await session.replies.wait(
-                protocol.send_session_update({"triggers": [trigger]}), session.flush
-            )
-            assert updated.session.triggers == [trigger]
+            with pytest.raises(ConfigurationError, match="set_triggers: invalid Decisions configuration"):
+                await session.decisions.set_triggers(on_user=[])  # nothing: disables them
+                await session.decisions.set_triggers(on_assistant=[{"type": "predicate"}])
+            await session.decisions.set_triggers(on_assistant=QUESTIONS[1:])
+            assert protocol.session is not None
+            assert protocol.session.triggers == [trigger]
             await session.add_context("Defogging now.", spoken=True)
             events = await until(
                 session,

@@ -81,17 +81,23 @@ class LiveDecisions:
     def delegation(self) -> dict[str, Any]:
         """The ``session.start`` delegation (raises :class:`ConfigurationError` with what is
         wrong with the questions)."""
-        questions = [
-            q if isinstance(q, Mapping) else msgspec.to_builtins(q) for q in self.questions
-        ]
-        checked = decisions_config({"model": self.model, "questions": questions})
-        if isinstance(checked, str):
-            raise ConfigurationError(f"LiveDecisions: {checked}")
-        wire = msgspec.to_builtins(checked)
+        wire = {"model": self.model, "questions": _questions(self.questions, "LiveDecisions")}
         delegation: dict[str, Any] = {"type": "decisions", "decisions": wire}
         if self.acknowledgement_delay_ms is not None:
             delegation["acknowledgement_delay_ms"] = self.acknowledgement_delay_ms
         return delegation
+
+
+def _questions(
+    questions: Sequence[DecisionQuestion | Mapping[str, Any]], where: str
+) -> list[dict[str, Any]]:
+    """Questions in the wire shape, checked (:class:`ConfigurationError` saying what is wrong)."""
+    wire = [q if isinstance(q, Mapping) else msgspec.to_builtins(q) for q in questions]
+    checked = decisions_config({"model": "-", "questions": wire})
+    if isinstance(checked, str):
+        raise ConfigurationError(f"{where}: {checked}")
+    questions_wire: list[dict[str, Any]] = msgspec.to_builtins(checked.questions)
+    return questions_wire
 
 
 def check_delegation_mode(delegation: str, decisions: LiveDecisions | None) -> None:
@@ -170,6 +176,28 @@ class SessionDecisions:
         ``requested=True``; the handler is not called (the application asked)."""
         decision: Decision = await self._wait(self._host.protocol.send_decision_create())
         return decision
+
+    async def set_triggers(
+        self,
+        *,
+        on_user: Sequence[DecisionQuestion | Mapping[str, Any]] = (),
+        on_assistant: Sequence[DecisionQuestion | Mapping[str, Any]] = (),
+    ) -> None:
+        """Transcript triggers (``session.triggers``, any delegation): the questions evaluated
+        on every delta of what the user says (``on_user``) or the model says
+        (``on_assistant``), with the session's decision items; their decisions arrive as
+        ``live_decision`` events with a ``trigger_id``. Replaces the triggers; none given
+        disables them. Returns once the server accepted (``session.updated``)."""
+        triggers = []
+        for event_type, questions in (
+            ("session.input_transcript.delta", on_user),
+            ("session.output_transcript.delta", on_assistant),
+        ):
+            if questions:
+                checked = _questions(questions, "set_triggers")
+                trigger = {"type": "decisions", "event_type": event_type}
+                triggers.append({**trigger, "decisions": {"questions": checked}})
+        await self._wait(self._host.protocol.send_session_update({"triggers": triggers}))
 
     async def _wait(self, event_id: str) -> Any:
         return await self._host.replies.wait(event_id, self._host.flush)
