@@ -26,6 +26,7 @@ from voxwire.asyncio.events import (
     ToolEndEvent,
     ToolStartEvent,
 )
+from voxwire.asyncio.live.decision_events import DecisionItemEvent, LiveDecisionEvent
 from voxwire.asyncio.observability.records import SessionMetrics
 
 __all__ = [
@@ -166,6 +167,8 @@ LiveEvent: TypeAlias = (
     | LiveTranscriptEvent
     | DelegationStartedEvent
     | DelegationAnsweredEvent
+    | LiveDecisionEvent
+    | DecisionItemEvent
     | LiveGuardrailTrippedEvent
     | LiveUsageEvent
     | LiveReconnectedEvent

@@ -31,6 +31,7 @@ from voxwire.asyncio.live.events import (
 from voxwire.asyncio.live.guarding import LiveInputGuard
 from voxwire.asyncio.live.playback import LivePlayback
 from voxwire.asyncio.live.recording import LiveRecording
+from voxwire.asyncio.live.replies import Replies
 from voxwire.asyncio.live.spans import LiveSpans
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.live import LiveProtocol
@@ -59,6 +60,7 @@ class LiveHandling:
     _responses: ResponsesWork | None
     _client: ClientWork | None
     _playback: LivePlayback
+    replies: Replies
     _history: list[LiveHistoryItem]
     _usage: tuple[float, float | None]  # seconds, context usage ratio
     _delegations_started: int
@@ -140,6 +142,7 @@ class LiveHandling:
         self.emit(LiveUsageEvent(seconds=event.usage.seconds, context_usage_ratio=ratio))
 
     def _on_error(self, event: se.LiveErrorEvent) -> None:
+        self.replies.on_error(event)
         self.emit(
             ev.ErrorEvent(
                 message=event.error.message,
@@ -250,4 +253,8 @@ _HANDLERS: Final[dict[type, str]] = {
     ProtocolErrorEvent: "_on_protocol_error",
     se.SessionClosed: "_on_closed",
     se.CommentaryAppended: "_on_commentary",
+    se.SessionUpdated: "_on_session_updated",
+    se.DecisionEvent: "_on_decision",
+    se.DecisionItemCreated: "_on_decision",
+    se.DecisionItemDeleted: "_on_decision",
 }

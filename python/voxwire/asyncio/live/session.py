@@ -47,6 +47,7 @@ from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.events.queue import EventQueue, QueueClosed
 from voxwire.asyncio.live.config import DelegationMode
 from voxwire.asyncio.live.connection import LiveConnecting
+from voxwire.asyncio.live.decisions import LiveDecisions, SessionDecisions, check_delegation_mode
 from voxwire.asyncio.live.delegation import (
     ClientBackend,
     ClientWork,
@@ -61,9 +62,11 @@ from voxwire.asyncio.live.events import (
 )
 from voxwire.asyncio.live.guarding import LiveInputGuard, Refusal
 from voxwire.asyncio.live.handling import LiveHandling
+from voxwire.asyncio.live.handoffs import LiveHandoffs
 from voxwire.asyncio.live.microphone import LiveMicrophone
 from voxwire.asyncio.live.playback import LivePlayback, live_output
 from voxwire.asyncio.live.recording import LiveRecording
+from voxwire.asyncio.live.replies import Replies
 from voxwire.asyncio.live.spans import LiveSpans
 from voxwire.asyncio.observability.tracing import SessionTracer
 from voxwire.asyncio.supervisor import OwnedTasks
@@ -96,6 +99,7 @@ class LiveSession(LiveConnecting, LiveHandling):
         backend_model: str = "gpt-5.5",
         backend_instructions: str | None = None,
         backend: ClientBackend | None = None,
+        decisions: LiveDecisions | None = None,
         audio_output: AudioOutput | HasAudioOutput | None = None,
         audio_input: AudioSource | None = None,
         context: Any = None,
@@ -109,7 +113,7 @@ class LiveSession(LiveConnecting, LiveHandling):
         tracer_provider: TracerProvider | None = None,
         tracing_disabled: bool = False,
     ) -> None:
-        _check_options(delegation, backend, reconnect)
+        _check_options(delegation, backend, decisions, reconnect)
         self.agent = agent
         self._connection_parts(url, api_key, start_timeout_s, reconnect)
         self._options = (model, delegation, backend_model, backend_instructions)
@@ -122,12 +126,13 @@ class LiveSession(LiveConnecting, LiveHandling):
         self._events: EventQueue[LiveEvent] = EventQueue(max_events, droppable=_droppable)
         self._tasks = OwnedTasks(self._task_failed)
         self._approvals = Approvals()
-        tracer = SessionTracer(
-            disabled=tracing_disabled, tracer_provider=tracer_provider, kind="live"
+        self._spans = LiveSpans(
+            SessionTracer(disabled=tracing_disabled, tracer_provider=tracer_provider, kind="live")
         )
-        self._spans = LiveSpans(tracer)
         self._guard = LiveInputGuard(self, self._tasks, agent, input_guardrail_refusal)
         self._refusal_id: str | None = None
+        self.replies = Replies()  # answers to commands, by event id
+        self.decisions = SessionDecisions(self, decisions, context)  # docs/live.md, Decisions
         self._responses: ResponsesWork | None = None
         self._client: ClientWork | None = None
         self._history: list[LiveHistoryItem] = []
@@ -182,6 +187,15 @@ class LiveSession(LiveConnecting, LiveHandling):
             context=self._context,
         )
         self._responses = ResponsesWork(self, resolved, executor)
+        self._responses.handoffs = LiveHandoffs(self, resolved.agent.voice)
+
+    def _on_session_updated(self, event: se.SessionUpdated) -> None:
+        self.replies.settle(event.client_event_id, event)
+
+    def _on_decision(
+        self, event: se.DecisionEvent | se.DecisionItemCreated | se.DecisionItemDeleted
+    ) -> None:
+        self.decisions.on_event(event)
 
     # --- the application's side -----------------------------------------------------------------
 
@@ -350,12 +364,10 @@ class LiveSession(LiveConnecting, LiveHandling):
 def _check_options(
     delegation: str,
     backend: ClientBackend | None,
+    decisions: LiveDecisions | None,
     reconnect: ReconnectPolicy | None,
 ) -> None:
-    if delegation not in ("responses", "client"):
-        raise ConfigurationError(
-            f"delegation={delegation!r} is invalid: expected 'responses' or 'client'"
-        )
+    check_delegation_mode(delegation, decisions)
     if (delegation == "client") != (backend is not None):
         raise ConfigurationError(
             "delegation='client' needs backend= (an async function answering each "
