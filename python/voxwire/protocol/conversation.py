@@ -14,7 +14,7 @@ until ``conversation.item.deleted``.
 from __future__ import annotations
 
 from voxwire.protocol.audio_ledger import SegmentKey
-from voxwire.protocol.items import Item
+from voxwire.protocol.items import FunctionCallOutputItem, Item
 
 __all__ = ["ROOT", "ConversationState"]
 
@@ -33,6 +33,8 @@ class ConversationState:
         self._deleted: set[str] = set()
         self._transcripts: dict[SegmentKey, str] = {}
         self._truncated_ms: dict[SegmentKey, int] = {}
+        # call_id -> ids of the function_call_output items answering it (see call_output).
+        self._outputs: dict[str, list[str]] = {}
 
     # --- reading ----------------------------------------------------------------------------------
 
@@ -53,6 +55,20 @@ class ConversationState:
 
     def get(self, item_id: str) -> Item | None:
         return self._items.get(item_id)
+
+    def call_output(self, call_id: str) -> FunctionCallOutputItem | None:
+        """The ``function_call_output`` answering ``call_id`` (of several, the last in
+        conversation order), found by a look-up rather than a scan of the conversation."""
+        found = [
+            output
+            for output_id in self._outputs.get(call_id, ())
+            if isinstance(output := self._items.get(output_id), FunctionCallOutputItem)
+            and output.call_id == call_id
+        ]
+        if len(found) > 1:
+            position = {item_id: index for index, item_id in enumerate(self._order)}
+            found.sort(key=lambda output: position[output.id or ""])
+        return found[-1] if found else None
 
     def response_of(self, item_id: str) -> str | None:
         """The response that produced ``item_id``, if it came from one."""
@@ -88,6 +104,7 @@ class ConversationState:
             return
         self._pending.pop(item_id, None)
         self._deleted.discard(item_id)
+        self._index_output(item)
         if item_id in self._items:
             # Announced twice (added, then done): update in place, keep the position.
             self._items[item_id] = item
@@ -107,6 +124,7 @@ class ConversationState:
         self._response_of[item.id] = response_id
         if item.id in self._items:
             self._items[item.id] = item
+            self._index_output(item)
 
     def item_deleted(self, item_id: str) -> None:
         self._pending.pop(item_id, None)
@@ -145,6 +163,12 @@ class ConversationState:
         self._pending.pop(item_id, None)
 
     # --- helpers ----------------------------------------------------------------------------------
+
+    def _index_output(self, item: Item) -> None:
+        if isinstance(item, FunctionCallOutputItem) and item.id is not None:
+            answering = self._outputs.setdefault(item.call_id, [])
+            if item.id not in answering:
+                answering.append(item.id)
 
     def _position_after(self, previous_item_id: str | None) -> int:
         if previous_item_id is None or previous_item_id == ROOT:

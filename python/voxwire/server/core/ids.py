@@ -15,6 +15,14 @@ __all__ = ["ServerIds"]
 
 _ALPHABET: Final = string.ascii_letters + string.digits
 _ID_CHARS: Final = 21
+# Random bytes to letters and digits without bias: a byte below 248 (4 x 62) is kept as
+# ``_ALPHABET[byte % 62]``, a byte from 248 up is dropped. One draw of 32 bytes keeps 21 or
+# more nearly always (one id costs one ``os.urandom`` call, not 21: a replay of thousands of
+# items makes two event ids per item).
+_KEPT: Final = 4 * len(_ALPHABET)
+_TO_CHARS: Final = bytes(ord(_ALPHABET[b % len(_ALPHABET)]) if b < _KEPT else 0 for b in range(256))
+_DROPPED: Final = bytes(range(_KEPT, 256))
+_DRAW: Final = 32
 
 
 class ServerIds:
@@ -24,7 +32,10 @@ class ServerIds:
         self._random = random.Random(seed) if seed is not None else random.SystemRandom()
 
     def _make(self, prefix: str) -> str:
-        return prefix + "".join(self._random.choices(_ALPHABET, k=_ID_CHARS))
+        chars = b""
+        while len(chars) < _ID_CHARS:
+            chars += self._random.randbytes(_DRAW).translate(_TO_CHARS, _DROPPED)
+        return prefix + chars[:_ID_CHARS].decode("ascii")
 
     def event(self) -> str:
         return self._make("event_")
