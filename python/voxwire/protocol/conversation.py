@@ -24,7 +24,7 @@ from typing import Final
 
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.audio_ledger import SegmentKey
-from voxwire.protocol.items import Item
+from voxwire.protocol.items import FunctionCallOutputItem, Item
 
 __all__ = ["MIN_HISTORY_ITEMS", "ROOT", "ConversationState"]
 
@@ -65,6 +65,8 @@ class ConversationState:
         self._truncated_ms: dict[SegmentKey, int] = {}
         self.forgotten = 0
         """Items forgotten for ``max_items`` so far (still on the server)."""
+        # call_id -> ids of the function_call_output items answering it (see call_output).
+        self._outputs: dict[str, list[str]] = {}
 
     @property
     def max_items(self) -> int | None:
@@ -89,6 +91,20 @@ class ConversationState:
 
     def get(self, item_id: str) -> Item | None:
         return self._items.get(item_id)
+
+    def call_output(self, call_id: str) -> FunctionCallOutputItem | None:
+        """The ``function_call_output`` answering ``call_id`` (of several, the last in
+        conversation order), found by a look-up rather than a scan of the conversation."""
+        found = [
+            output
+            for output_id in self._outputs.get(call_id, ())
+            if isinstance(output := self._items.get(output_id), FunctionCallOutputItem)
+            and output.call_id == call_id
+        ]
+        if len(found) > 1:
+            position = {item_id: index for index, item_id in enumerate(self._order)}
+            found.sort(key=lambda output: position[output.id or ""])
+        return found[-1] if found else None
 
     def response_of(self, item_id: str) -> str | None:
         """The response that produced ``item_id``, if it came from one."""
@@ -124,6 +140,7 @@ class ConversationState:
             return
         self._pending.pop(item_id, None)
         self._deleted.pop(item_id, None)
+        self._index_output(item)
         if item_id in self._items:
             # Announced twice (added, then done): update in place, keep the position.
             self._items[item_id] = item
@@ -151,6 +168,7 @@ class ConversationState:
         self._response_of[item.id] = response_id
         if item.id in self._items:
             self._items[item.id] = item
+            self._index_output(item)
         elif len(self._response_of) > len(self._items) + 2 * _UNANNOUNCED_KEPT:
             # Output of responses that write to no conversation (out of band) is never
             # announced: keep only the most recent such entries.
@@ -166,8 +184,15 @@ class ConversationState:
         self._forget(item_id)
 
     def _forget(self, item_id: str) -> None:
-        if self._items.pop(item_id, None) is not None:
+        item = self._items.pop(item_id, None)
+        if item is not None:
             self._order.remove(item_id)
+        if isinstance(item, FunctionCallOutputItem):
+            answering = self._outputs.get(item.call_id, [])
+            if item_id in answering:
+                answering.remove(item_id)
+            if not answering:
+                self._outputs.pop(item.call_id, None)
         self._response_of.pop(item_id, None)
         for table in (self._transcripts, self._truncated_ms):
             for key in [key for key in table if key[0] == item_id]:
@@ -200,6 +225,12 @@ class ConversationState:
         self._pending.pop(item_id, None)
 
     # --- helpers ----------------------------------------------------------------------------------
+
+    def _index_output(self, item: Item) -> None:
+        if isinstance(item, FunctionCallOutputItem) and item.id is not None:
+            answering = self._outputs.setdefault(item.call_id, [])
+            if item.id not in answering:
+                answering.append(item.id)
 
     def _position_after(self, previous_item_id: str | None) -> int:
         if previous_item_id is None or previous_item_id == ROOT:

@@ -398,8 +398,7 @@ class RealtimeProtocol(ProtocolState):
             item = msgspec.structs.replace(item, id=self._ids("item"))
         event = self._queue(ConversationItemCreate(item=item, previous_item_id=previous_item_id))
         self._conversation.create_sent(item)
-        assert event.event_id is not None  # _queue gives every event one
-        self._unacked_creates[event.event_id] = event
+        self._create_sent(event)
         return event
 
     def send_item_retrieve(self, item_id: str) -> ConversationItemRetrieve:

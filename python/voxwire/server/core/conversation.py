@@ -98,6 +98,12 @@ class ServerConversation:
         self._kept_bytes = 0
         self._last_set: _Key | None = None
         self._last_appended: _Key | None = None
+        # The function calls by call_id, each with its insertion number (the scan this look-up
+        # replaced returned the first inserted): the call a function output answers is found
+        # without a scan of the conversation (a replay of n items was quadratic).
+        self._insertions = 0
+        self._inserted: dict[str, int] = {}
+        self._calls: dict[str, dict[str, int]] = {}
 
     @property
     def audio_kept_bytes(self) -> int:
@@ -134,10 +140,13 @@ class ServerConversation:
         return self._order[index - 1] if index else None
 
     def function_call(self, call_id: str) -> FunctionCallItem | None:
-        for item in self._items.values():
-            if isinstance(item, FunctionCallItem) and item.call_id == call_id:
-                return item
-        return None
+        """The function call item with ``call_id`` (of several, the first inserted), if any."""
+        calls = self._calls.get(call_id)
+        if not calls:
+            return None
+        item = self._items[min(calls, key=calls.__getitem__)]
+        assert isinstance(item, FunctionCallItem)
+        return item
 
     def audio_duration_ms(self, item_id: str, content_index: int) -> int:
         audio = self._audio.get((item_id, content_index))
@@ -199,22 +208,44 @@ class ServerConversation:
             position = len(self._order)
         elif previous_item_id == ROOT:
             position = 0
+        elif self._order[-1] == previous_item_id:
+            position = len(self._order)  # appending, the usual case (a replay): no scan
         else:
             position = self._order.index(previous_item_id) + 1
         self._order.insert(position, item.id)
         self._items[item.id] = item
+        self._insertions += 1
+        self._inserted[item.id] = self._insertions
+        self._index_call(item)
         return self._order[position - 1] if position else None
 
     def replace(self, item: Item) -> None:
         """Update an item in place (a response finishing it, say)."""
         assert item.id is not None
         assert item.id in self._items
+        self._unindex_call(item.id)
         self._items[item.id] = item
+        self._index_call(item)
+
+    def _index_call(self, item: Item) -> None:
+        if isinstance(item, FunctionCallItem) and item.call_id is not None:
+            assert item.id is not None
+            self._calls.setdefault(item.call_id, {})[item.id] = self._inserted[item.id]
+
+    def _unindex_call(self, item_id: str) -> None:
+        item = self._items.get(item_id)
+        if isinstance(item, FunctionCallItem) and item.call_id is not None:
+            calls = self._calls[item.call_id]
+            del calls[item_id]
+            if not calls:
+                del self._calls[item.call_id]
 
     def delete(self, item_id: str) -> None:
         item = self.get(item_id)
+        self._unindex_call(item_id)
         self._order.remove(item_id)
         del self._items[item_id]
+        del self._inserted[item_id]
         parts = len(item.content) if isinstance(item, MessageItem) else 0
         for index in range(parts):
             self._forget_audio((item_id, index))

@@ -359,6 +359,9 @@ class ServerSession:
         self.conversation.check_function_output(item)
         self._check_approval(item)
         audio_parts: list[tuple[int, bytes, AudioFormat]] = []
+        changes: dict[str, object] = {"id": item_id}
+        if hasattr(item, "status"):
+            changes["status"] = "completed"
         if isinstance(item, MessageItem):
             content = []
             for index, part in enumerate(item.content):
@@ -366,11 +369,8 @@ class ServerSession:
                     audio_parts.append((index, part.audio, input_format(self.session)))
                     part = InputAudio(transcript=part.transcript)
                 content.append(part)
-            item = msgspec.structs.replace(item, content=content)
-        if hasattr(item, "status"):
-            item = msgspec.structs.replace(item, id=item_id, status="completed")
-        else:
-            item = msgspec.structs.replace(item, id=item_id)
+            changes["content"] = content
+        item = msgspec.structs.replace(item, **changes)
         previous = self.conversation.insert(item, previous_item_id)
         for index, data, fmt in audio_parts:
             self.conversation.set_audio(item_id, index, data, fmt.sample_format)
