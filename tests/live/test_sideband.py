@@ -38,12 +38,14 @@ def _sideband(config: dict[str, Any] | None = None) -> LiveProtocol:
 def test_a_sideband_is_active_at_once_and_knows_the_accepted_configuration() -> None:
     live = _sideband()
     assert live.state == "active"
-    assert live.session is None and live.session_id == "sess_call_1"
+    assert live.session is None
+    assert live.session_id == "sess_call_1"
     assert live.delegation_target == "responses"
     live.send_response_create()  # Responses delegation holds before the server reports it
     live.receive_text(json.dumps({**SERVER["session.started"], "session": SESSION}))
     live.events_received()
-    assert live.session is not None and live.session_id == SESSION["id"]
+    assert live.session is not None
+    assert live.session_id == SESSION["id"]
 
 
 def test_the_sideband_sends_no_start_and_no_audio() -> None:
@@ -64,7 +66,8 @@ def test_a_key_is_one_transport_dtmf_send_valid_against_the_official_type(key: s
     (frame,) = live.data_to_send()
     official = CONNECT_CLIENT.validate_python(json.loads(frame))
     assert official.type == "transport.dtmf.send"
-    assert official.event == key.upper() and official.event_id == event_id
+    assert official.event == key.upper()
+    assert official.event_id == event_id
     assert live.pending_event_ids() == {event_id: "transport.dtmf.send"}
 
 
@@ -103,11 +106,13 @@ def test_sent_and_error_answer_the_key() -> None:
     }
     live.receive_text(json.dumps(error))
     events = live.events_received()
-    assert isinstance(events[0], TransportDtmfSent) and events[0].client_event_id == first
+    assert isinstance(events[0], TransportDtmfSent)
+    assert events[0].client_event_id == first
     assert live.pending_event_ids() == {}
     live.receive_text(json.dumps(SERVER["transport.dtmf.received"]))
     (received,) = live.events_received()
-    assert isinstance(received, TransportDtmfReceived) and received.event == "5"
+    assert isinstance(received, TransportDtmfReceived)
+    assert received.event == "5"
 
 
 def test_closed_sideband_sends_nothing() -> None:
@@ -134,12 +139,14 @@ def test_the_sideband_decoder_takes_exactly_the_official_sideband_events() -> No
         assert isinstance(event, get_args(LiveClientEvent)), kind
         assert event.type == kind
     dtmf = decode_sideband_client_event('{"type":"transport.dtmf.send","event":"#","x":1}')
-    assert isinstance(dtmf, TransportDtmfSend) and dtmf.event == "#"
+    assert isinstance(dtmf, TransportDtmfSend)
+    assert dtmf.event == "#"
     assert unknown_fields(dtmf) == {"x": 1}
     assert json.loads(encode_event(dtmf)) == {"type": "transport.dtmf.send", "event": "#"}
     for kind in ("session.start", "session.input_audio.append"):
         refused = decode_sideband_client_event(json.dumps(CLIENT[kind]))
-        assert isinstance(refused, ProtocolErrorEvent) and refused.event_type == kind
+        assert isinstance(refused, ProtocolErrorEvent)
+        assert refused.event_type == kind
 
 
 @pytest.mark.parametrize("seed", range(4))
