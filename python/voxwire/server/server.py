@@ -38,7 +38,7 @@ from voxwire.server.engines.responder import Responder, RulesResponder, Scenario
 from voxwire.server.engines.transcribe import Transcriber, WhisperTranscriber
 from voxwire.server.engines.tts import ENGINES, Voice
 from voxwire.server.faults import Fault
-from voxwire.server.live import LIVE_PATH, LiveConnection, fork_source
+from voxwire.server.live import LIVE_PATH, LiveConnection, attach_source, fork_source
 from voxwire.server.responses import Pacing
 
 __all__ = ["RealtimeServer"]
@@ -75,6 +75,12 @@ class CallLines(Protocol):
     def connect(
         self, call_id: str, ws: ServerConnection, settings: ConnectionSettings
     ) -> RealtimeConnection: ...
+
+    def live_attachable(self, session_id: str) -> bool: ...
+
+    def attach_live(
+        self, session_id: str, ws: ServerConnection, settings: ConnectionSettings
+    ) -> LiveConnection: ...
 
 
 class RealtimeServer:
@@ -174,6 +180,9 @@ class RealtimeServer:
 
         async def handler(ws: ServerConnection) -> None:
             assert ws.request is not None
+            attach_to = attach_source(urlsplit(ws.request.path).path)
+            if attach_to is not None and self._calls is not None:  # a Live SIP call's sideband
+                return await self._calls.attach_live(attach_to, ws, settings).serve()
             if _is_live(ws.request.path):  # GPT-Live (server/live.py), a fork too
                 fork_of = fork_source(urlsplit(ws.request.path).path)
                 return await LiveConnection(ws, settings, self.live_sessions, fork_of).serve()
@@ -294,6 +303,17 @@ class RealtimeServer:
                 "Incorrect API key provided. Send 'Authorization: Bearer <token>' with the "
                 "token this voxwire server was started with.",
             )
+        attach_to = attach_source(path)
+        if attach_to is not None and (
+            self._calls is None or not self._calls.live_attachable(attach_to)
+        ):
+            return _json_response(
+                ws,
+                HTTPStatus.NOT_FOUND,
+                "session_not_found",
+                f"No accepted SIP session {attach_to[:128]!r} without a sideband: accept the "
+                "call first (POST /v1/live/sessions/{session_id}/accept); one sideband per call.",
+            )
         call_id = parse_qs(urlsplit(request.path).query).get("call_id", [None])[0]
         if call_id is not None and (self._calls is None or not self._calls.attachable(call_id)):
             return _json_response(
@@ -362,6 +382,6 @@ def _json_response(ws: ServerConnection, status: HTTPStatus, code: str, message:
 
 
 def _is_live(path: str) -> bool:
-    """A GPT-Live endpoint: the sessions path, or a stored session's fork."""
+    """A GPT-Live endpoint: the sessions path, a stored session's fork, a sideband."""
     path = urlsplit(path).path
-    return path == LIVE_PATH or fork_source(path) is not None
+    return path == LIVE_PATH or fork_source(path) is not None or attach_source(path) is not None

@@ -10,6 +10,7 @@ from voxwire.asyncio.live.delegation import (
 from voxwire.asyncio.live.events import (
     DelegationAnsweredEvent,
     DelegationStartedEvent,
+    DtmfSentEvent,
     LiveAudioEvent,
     LiveEvent,
     LiveGuardrailTrippedEvent,
@@ -27,6 +28,7 @@ __all__ = [
     "DelegationAnsweredEvent",
     "DelegationRequest",
     "DelegationStartedEvent",
+    "DtmfSentEvent",
     "LiveAudioEvent",
     "LiveEvent",
     "LiveGuardrailTrippedEvent",
