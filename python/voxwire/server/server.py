@@ -180,12 +180,8 @@ class RealtimeServer:
 
         async def handler(ws: ServerConnection) -> None:
             assert ws.request is not None
-            attach_to = attach_source(urlsplit(ws.request.path).path)
-            if attach_to is not None and self._calls is not None:  # a Live SIP call's sideband
-                return await self._calls.attach_live(attach_to, ws, settings).serve()
-            if _is_live(ws.request.path):  # GPT-Live (server/live.py), a fork too
-                fork_of = fork_source(urlsplit(ws.request.path).path)
-                return await LiveConnection(ws, settings, self.live_sessions, fork_of).serve()
+            if _is_live(ws.request.path):  # GPT-Live: a session, a fork, a SIP call's sideband
+                return await self._live_connection(ws, settings).serve()
             query = parse_qs(urlsplit(ws.request.path).query)
             model = query.get("model", [DEFAULT_MODEL])[0]
             call_id = query.get("call_id", [None])[0]
@@ -217,6 +213,17 @@ class RealtimeServer:
         except BaseException:
             self._close_voice()
             raise
+
+    def _live_connection(
+        self, ws: ServerConnection, settings: ConnectionSettings
+    ) -> LiveConnection:
+        assert ws.request is not None
+        path = urlsplit(ws.request.path).path
+        attach_to = attach_source(path)
+        if attach_to is not None:  # a Live SIP call's sideband (server/live_sip.py)
+            assert self._calls is not None  # checked at the handshake
+            return self._calls.attach_live(attach_to, ws, settings)
+        return LiveConnection(ws, settings, self.live_sessions, fork_source(path))
 
     async def close(self) -> None:
         """Stop listening, close every connection (a close frame, 1001) and wait for their

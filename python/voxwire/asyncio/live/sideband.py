@@ -19,7 +19,8 @@ given), and two telephony events: a key the caller pressed is a
 :class:`~voxwire.asyncio.events.DtmfEvent` (``type="dtmf"``, the Realtime session's own event,
 so :class:`~voxwire.telephony.dtmf.DigitCollector` takes it; ``received_at`` is this machine's
 clock: the Live event carries no time), and :meth:`LiveSideband.send_dtmf` sends a key to the
-caller's line, confirmed by a :class:`~voxwire.asyncio.live.events.DtmfSentEvent`. What stays: the agent's function tools run
+caller's line, confirmed by a ``dtmf_sent`` event
+(:class:`~voxwire.asyncio.live.events.DtmfSentEvent`). What stays: the agent's function tools run
 for the Responses backend's delegated calls, client delegation, transcripts, history, metrics,
 guardrails. ``close()`` sends ``session.close``, which ends the session and so the call; to
 transfer the caller, ``refer`` first (the session then ends by itself). Reconnection is not
