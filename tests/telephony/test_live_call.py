@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import cache
@@ -29,7 +30,10 @@ from openai.types.live import (
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from tests.live.mutations import mutate
+from tests.live.samples import CLIENT
 from tests.server.helpers import FAST
+from voxwire.live.client_events import SIDEBAND_CLIENT_EVENT_TYPES
 from voxwire.protocol.sip import LiveCallIncoming
 from voxwire.server import RealtimeServer, Scenario
 from voxwire.server.engines.transcribe import WhisperTranscriber
@@ -253,6 +257,46 @@ def test_rest_rules_of_a_live_call() -> None:
                 await client.live.sessions.accept(sid, session=SESSION)  # type: ignore[arg-type]
             assert late.value.body["param"] == "session_id"
             check_bodies(trunk)
+
+    asyncio.run(body())
+
+
+def test_the_live_webhook_unwraps_with_the_official_client() -> None:
+    async def body() -> None:
+        async with line(tts=None, transcriber=None) as (client, trunk, calls):
+            phone = await ring(trunk, calls, Caller())
+            headers, raw = trunk.webhooks_sent[-1]
+            event = client.webhooks.unwrap(raw, headers, secret=SECRET)
+            assert event.type == "live.transport.incoming"
+            assert event.data.session_id == phone.call_id
+            assert calls[0].sip_header("to") == event.data.sip_headers[1].value
+
+    asyncio.run(body())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mutated_sideband_frames_never_close_the_call(seed: int) -> None:
+    rng = random.Random(9000 + seed)
+    kinds = sorted(k for k in SIDEBAND_CLIENT_EVENT_TYPES if k in CLIENT and k != "session.close")
+    samples = [CLIENT[k] for k in kinds]
+    samples.append({"type": "transport.dtmf.send", "event": "1", "event_id": "d"})
+
+    async def body() -> None:
+        async with line(tts=None, transcriber=None) as (client, trunk, calls):
+            phone = await ring(trunk, calls, Caller())
+            await client.live.sessions.accept(phone.call_id, session=SESSION)
+            async with client.live.sideband.connect(session_id=phone.call_id) as connection:
+                live = Sideband(connection)
+                await live.until("session.started")
+                for _ in range(150):
+                    await connection.send_raw(mutate(rng, rng.choice(samples)))
+                await connection.session.input_audio.mute(event_id="still_here")
+                while (await live.until("session.input_audio.muted")).client_event_id != (
+                    "still_here"
+                ):
+                    pass
+                assert any(e.type == "error" for e in live.events)
+            assert await phone.ended() == "ended"  # the sideband closed: the call ended with it
 
     asyncio.run(body())
 

@@ -113,6 +113,7 @@ class LiveCallIncomingData(Struct, frozen=True, kw_only=True):
     session_id: str
     sip_headers: list[SipHeader]
     type: str | None = None  # "sip" (absent from the deprecated live.call.incoming)
+    sip_media_security: str | None = None  # "srtp", "rtp" or omitted (unknown)
 
 
 class LiveCallIncoming(Struct, frozen=True, kw_only=True):

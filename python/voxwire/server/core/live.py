@@ -315,6 +315,8 @@ class LiveServerSession:
                 delegation.get("responses"), dict
             ):
                 current["delegation"]["responses"] = {**old["responses"], **delegation["responses"]}
+            if self.target == "responses" and not isinstance(delegation.get("responses", {}), dict):
+                return "session.update: delegation.responses must be an object (omit it to keep it)"
         if "triggers" in update:
             current["triggers"] = update["triggers"]
         try:
