@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,14 +34,15 @@ from websockets.exceptions import InvalidStatus
 from tests.live.mutations import mutate
 from tests.live.samples import CLIENT
 from tests.server.helpers import FAST
+from voxwire.exceptions import WebhookError
 from voxwire.live.client_events import SIDEBAND_CLIENT_EVENT_TYPES
-from voxwire.protocol.sip import LiveCallIncoming
+from voxwire.protocol.sip import LiveCallIncoming, sign_webhook
 from voxwire.server import RealtimeServer, Scenario
 from voxwire.server.engines.transcribe import WhisperTranscriber
 from voxwire.server.engines.tts import Voice
 from voxwire.server.phone import Caller, Pause, Press, Speak
 from voxwire.server.sip import PhoneCall, SipTrunk
-from voxwire.telephony import WebhookApp
+from voxwire.telephony import WebhookApp, verify
 
 from .conftest import SECRET, serving_asgi
 
@@ -253,12 +255,47 @@ def test_rest_rules_of_a_live_call() -> None:
                 await client.post(f"/live/sessions/{sid}/reject", body={}, cast_to=object)
             await client.live.sessions.reject(sid, status_code=486)
             assert phone.call.status_code == 486
+            other = await ring(trunk, calls, Caller())
+            await client.live.sessions.accept(other.call_id, session=SESSION)
+            async with client.live.sideband.connect(session_id=other.call_id) as connection:
+                await Sideband(connection).until("session.started")
+                with pytest.raises(InvalidStatus) as second:  # one sideband per call
+                    async with connect(f"{trunk_ws(client)}/live/sessions/{other.call_id}/attach"):
+                        pass
+                assert second.value.response.status_code == 404
+                with pytest.raises(openai.BadRequestError) as unknown:
+                    await client.post(
+                        f"/live/sessions/{other.call_id}/refer",
+                        body={"target_uri": "tel:+1555", "x": 1},
+                        cast_to=object,
+                    )
+                assert unknown.value.body["code"] == "unknown_parameter"
+                await client.live.sessions.hangup(other.call_id)
+            assert await other.ended() == "ended"
             with pytest.raises(openai.BadRequestError) as late:
                 await client.live.sessions.accept(sid, session=SESSION)  # type: ignore[arg-type]
             assert late.value.body["param"] == "session_id"
             check_bodies(trunk)
 
     asyncio.run(body())
+
+
+@pytest.mark.parametrize(
+    "data",
+    [{}, {"session_id": 5, "sip_headers": []}, {"session_id": "s", "sip_headers": "x"}],
+)
+def test_a_malformed_live_webhook_is_refused(data: dict[str, Any]) -> None:
+    body = json.dumps({"id": "e", "type": "live.transport.incoming", "created_at": 1, "data": data})
+    headers = sign_webhook(body.encode(), secret=SECRET, webhook_id="w", timestamp_s=1000)
+    with pytest.raises(WebhookError) as refused:
+        verify(headers, body, SECRET, now_s=1000)
+    assert refused.value.reason == "malformed"
+    old = {"session_id": "s", "sip_headers": [{"name": "From", "value": "a"}]}
+    body = json.dumps({"id": "e", "type": "live.call.incoming", "created_at": 1, "data": old})
+    headers = sign_webhook(body.encode(), secret=SECRET, webhook_id="w", timestamp_s=1000)
+    event = verify(headers, body, SECRET, now_s=1000)
+    assert isinstance(event, LiveCallIncoming)
+    assert (event.session_id, event.data.type, event.sip_header("FROM")) == ("s", None, "a")
 
 
 def test_the_live_webhook_unwraps_with_the_official_client() -> None:
