@@ -21,6 +21,8 @@ import numpy as np
 import openai
 import pydantic
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai import AsyncOpenAI
 from openai.types.live import (
     ConnectServerEvent,
@@ -38,6 +40,7 @@ from voxwire.exceptions import WebhookError
 from voxwire.live.client_events import SIDEBAND_CLIENT_EVENT_TYPES
 from voxwire.protocol.sip import LiveCallIncoming, sign_webhook
 from voxwire.server import RealtimeServer, Scenario
+from voxwire.server.core.calls import CallBook
 from voxwire.server.engines.transcribe import WhisperTranscriber
 from voxwire.server.engines.tts import Voice
 from voxwire.server.phone import Caller, Pause, Press, Speak
@@ -340,3 +343,49 @@ def test_mutated_sideband_frames_never_close_the_call(seed: int) -> None:
 
 def trunk_ws(client: Any) -> str:
     return str(client.websocket_base_url).rstrip("/")
+
+
+_KEYS = st.sampled_from(
+    ["session", "type", "model", "audio", "format", "delegation", "status_code", "target_uri", "x"]
+)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20) | st.just("live"),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(_KEYS, children, max_size=5),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    action=st.sampled_from(["accept", "reject", "refer", "hangup", "attach", ""]),
+    api=st.sampled_from(["live/sessions", "realtime/calls"]),
+    accepted=st.booleans(),
+    body=st.one_of(
+        st.binary(max_size=200),
+        _JSON.map(lambda value: json.dumps(value).encode()),
+        _JSON.map(lambda value: json.dumps({"session": {**SESSION, "x": value}}).encode()),
+        _JSON.map(lambda value: json.dumps({"session": {**SESSION, "audio": value}}).encode()),
+    ),
+)
+def test_fuzz_the_live_rest_routes_never_raise(
+    action: str, api: str, accepted: bool, body: bytes
+) -> None:
+    book = CallBook()
+    book.ring("sess_1", [], "live")
+    if accepted:
+        assert (
+            book.handle(
+                "POST", "/v1/live/sessions/sess_1/accept", json.dumps({"session": SESSION}).encode()
+            ).status
+            == 200
+        )
+    answer = book.handle("POST", f"/v1/{api}/sess_1/{action}", body)
+    assert answer.status in (200, 400, 404, 413)
+    if answer.status == 200:
+        assert answer.body is None
+        assert api == "live/sessions"
+        pydantic.TypeAdapter(PARAMS.get(action, dict[str, Any])).validate_json(body or b"{}")
+    else:
+        assert answer.body is not None
+        assert set(answer.body["error"]) == {"message", "type", "code", "param"}
+        json.dumps(answer.body)
