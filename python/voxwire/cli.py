@@ -97,6 +97,7 @@ def _serve(args: argparse.Namespace) -> int:
             if args.max_session_seconds is not None
             else args.max_session_minutes * 60
         ),
+        audio_budget_bytes=int(args.audio_budget_mb * 1024 * 1024),
     )
 
     async def run() -> None:
@@ -353,6 +354,13 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--max-session-seconds",
         type=float,
         help="session lifetime in seconds, e.g. 2 to exercise a client's renewal",
+    )
+    sv.add_argument(
+        "--audio-budget-mb",
+        type=float,
+        default=32.0,  # voxwire.server.core.conversation.DEFAULT_AUDIO_BUDGET_BYTES
+        help="item audio each session keeps for truncate/retrieve, in MiB (default 32; "
+        "older parts keep their transcript)",
     )
     _add_chat_options(sv)
     sv.add_argument(

@@ -256,3 +256,27 @@ def test_interrupt_from_another_thread_while_the_speaker_runs_in_real_time() -> 
     # What had been heard at the interrupt, plus at most the device buffer and the period in
     # flight, which still play out; never less than reported.
     assert report.played_samples <= heard_in_total <= report.played_samples + (20 + 10) * 24
+
+
+def test_timings_of_parts_that_are_over_are_kept_for_the_most_recent() -> None:
+    from voxwire.audio.output import TIMINGS_KEPT
+
+    out = AudioOutput(24_000, prebuffer_ms=0)
+    period = np.zeros(480, dtype=np.int16)
+    parts = 4 * TIMINGS_KEPT
+    for n in range(parts):
+        out.push(f"i{n}", 0, const(7, 10).tobytes())
+        out.end(f"i{n}", 0)
+        out.pull_into(period)  # heard: its first sample's time is known
+    out.push("open", 0, const(7, 10).tobytes())  # still streaming, never heard yet
+    for n in range(parts):
+        out.push(f"j{n}", 0, const(7, 10).tobytes())
+        out.end(f"j{n}", 0)
+    kept = [n for n in range(parts) if out.timing(f"i{n}", 0) is not None]
+    assert kept == list(range(parts - len(kept), parts))  # the most recent ones
+    assert len(kept) < 2 * TIMINGS_KEPT
+    assert out.timing("open", 0) is not None  # open and waiting: kept
+    assert all(out.timing(f"j{n}", 0) is not None for n in range(parts))  # waiting to be heard
+    last = out.timing(f"i{parts - 1}", 0)
+    assert last is not None
+    assert last.first_sample_at is not None

@@ -40,6 +40,10 @@ def started(delegation: dict[str, Any] | None = None) -> LiveProtocol:
 
 
 RESPONSES = {"type": "responses", "responses": {"model": "gpt-5.5"}}
+DECISIONS = {
+    "type": "decisions",
+    "decisions": {"model": "gpt-6-luna", "questions": [{"type": "predicate", "instructions": "x"}]},
+}
 
 
 def test_session_start_goes_first_and_nothing_before_started() -> None:
@@ -312,7 +316,8 @@ def test_audio_mute_fixture_decisions_usage() -> None:
     error["error"]["client_event_id"] = fixture
     live.receive_text(json.dumps(error))
     live.send_thinking("refused fixture: thinking allowed again")
-    live.send_decision_create()
+    with pytest.raises(InvalidState, match="Decisions delegation"):
+        live.send_decision_create()
     live.send_decision_item_create({"type": "message", "role": "user", "content": []})
     live.send_decision_item_delete("i1")
     live.receive_text(frame("session.output_audio.delta"))
@@ -377,7 +382,7 @@ def test_a_repeated_delegation_id_keeps_the_first() -> None:
     ("delegation", "target"),
     [
         ({"type": "client"}, "client"),
-        ({"type": "decisions", "decisions": {"model": "m", "questions": []}}, "decisions"),
+        (DECISIONS, "decisions"),
         (RESPONSES, "responses"),
     ],
 )

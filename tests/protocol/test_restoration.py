@@ -168,3 +168,39 @@ def test_restoration_keeps_text_turns_audio_into_its_transcript_and_skips_the_re
     assert restored["spoken"].content[0].text == "what time is it"  # type: ignore[union-attr]
     assert restored["said"].content[0].text == "Hello there."  # type: ignore[union-attr]
     assert restored["out"].output == ""  # type: ignore[union-attr]  # empty is a value
+
+
+def test_with_a_bounded_history_an_output_whose_call_was_forgotten_is_not_restored() -> None:
+    from voxwire.protocol import RealtimeProtocol
+    from voxwire.protocol.conversation import MIN_HISTORY_ITEMS
+    from voxwire.protocol.restoration import restoration_items
+
+    from .scenario import ScriptedServer
+
+    server = ScriptedServer()
+    protocol = RealtimeProtocol(max_history_items=MIN_HISTORY_ITEMS)
+    call = {"type": "function_call", "name": "f", "call_id": "c1", "arguments": "{}"}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "7"}
+    frames = [
+        server.frame("conversation.item.added", previous_item_id=None, item={"id": "call", **call}),
+        server.frame(
+            "conversation.item.added", previous_item_id="call", item={"id": "out", **output}
+        ),
+    ]
+    previous = "out"
+    for n in range(MIN_HISTORY_ITEMS - 1):
+        content = [{"type": "input_text", "text": f"turn {n}"}]
+        frames.append(server.item_added(f"m{n}", previous, content=content))
+        previous = f"m{n}"
+    for frame in frames:
+        protocol.receive_text(frame)
+    conversation = protocol.conversation
+    assert (conversation.item_ids[0], conversation.forgotten) == ("out", 1)
+    items, skipped = restoration_items(conversation)
+    assert [i.id for i in items] == [f"m{n}" for n in range(MIN_HISTORY_ITEMS - 1)]
+    assert skipped == ("out",)
+    # Without a bound the same pair is restored, call and output.
+    whole = RealtimeProtocol()
+    for frame in frames:
+        whole.receive_text(frame)
+    assert [i.id for i in restoration_items(whole.conversation)[0]][:2] == ["call", "out"]

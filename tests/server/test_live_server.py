@@ -227,7 +227,8 @@ def test_session_rules_and_error_shapes() -> None:
             await connection.session.input_audio.mute()
             assert (await live.until("session.input_audio.muted")).type
             await connection.decision.create(event_id="d1")
-            assert (await live.until("error")).error.code == "unsupported"
+            refused = await live.until("error")
+            assert refused.error.message == "decision.create requires Decisions delegation."
             await connection.send_raw('{"type": "session.future"}')  # type: ignore[attr-defined]
             assert (await live.until("error")).error.code == "invalid_event"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -89,6 +90,41 @@ def test_the_session_lifetime_is_settable_in_seconds() -> None:
                 assert "0.5 seconds" in error["error"]["message"]
                 await ws.wait_closed()
                 assert ws.close_code == 1000
+
+        run(body())
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=20)
+    assert process.returncode == 0, stderr
+
+
+def test_the_audio_budget_is_settable() -> None:
+    """``--audio-budget-mb 0``: only the audio set last is kept; retrieving older audio is the
+    service-shaped ``invalid_value`` error."""
+    process, line = start_serve("--port", "0", "--no-audio", "--audio-budget-mb", "0")
+    try:
+        url = realtime_url(line)
+        audio = base64.b64encode(b"\x01\x00" * 2400).decode()
+
+        async def body() -> None:
+            async with connect(url) as ws:
+                client = Client(ws)
+                await client.recv()
+                for item_id in ("u1", "u2"):
+                    item = {
+                        "type": "message",
+                        "role": "user",
+                        "id": item_id,
+                        "content": [{"type": "input_audio", "audio": audio}],
+                    }
+                    await client.send({"type": "conversation.item.create", "item": item})
+                    await client.until("conversation.item.done")
+                await client.send({"type": "conversation.item.retrieve", "item_id": "u2"})
+                retrieved = (await client.until("conversation.item.retrieved"))[-1]
+                assert retrieved["item"]["content"][0]["audio"] == audio
+                await client.send({"type": "conversation.item.retrieve", "item_id": "u1"})
+                error = (await client.until("error"))[-1]["error"]
+                assert (error["code"], error["param"]) == ("invalid_value", "item_id")
 
         run(body())
     finally:

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import json
+import random
 from datetime import datetime, timezone
 from typing import Any
 
 import msgspec
 import pytest
 
-from tests.store.frames import call, output, user
+from tests.store.frames import assistant, call, output, user
 from voxwire.exceptions import ConfigurationError, StoreVersionError
 from voxwire.protocol.client_events import ConversationItemCreate
 from voxwire.protocol.codec import encode_event
-from voxwire.protocol.items import FunctionCallItem
+from voxwire.protocol.items import FunctionCallItem, Item
 from voxwire.store import (
     SNAPSHOT_VERSION,
     AudioPolicy,
@@ -161,3 +162,59 @@ def test_the_recorder_snapshot_is_what_session_state_returns() -> None:
     state = recorder.snapshot(T0)
     assert state == snapshot(agent="triage", outputs={"call_1": False})
     assert msgspec.json.decode(state.to_json())["outputs"] == {"call_1": False}
+
+
+def _wire_kinds() -> list[dict[str, Any]]:
+    """One wire item of every kind ``Item`` holds, as stored (dicts, extra fields kept)."""
+    return [
+        user("u1", "hi", extra={"x": 1}),
+        {**assistant("a1", "hello"), "content": [{"type": "output_audio", "transcript": "hi"}]},
+        {
+            "id": "u2",
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_audio", "audio": b"\x00\x01", "transcript": None}],
+        },
+        call("f", "call_1"),
+        output("o1", "call_1", ""),
+        {"id": "m1", "type": "mcp_approval_request", "name": "n", "arguments": "{}",
+         "server_label": "s"},
+        {"id": "m2", "type": "mcp_approval_response", "approval_request_id": "m1",
+         "approve": False, "reason": "no"},
+        {"id": "m3", "type": "mcp_list_tools", "server_label": "s",
+         "tools": [{"name": "t", "input_schema": {"type": "object"}}]},
+        {"id": "m4", "type": "mcp_call", "name": "t", "arguments": "{}", "server_label": "s",
+         "error": {"type": "http_error", "code": 500, "message": "down"}},
+    ]  # fmt: skip
+
+
+def _mutations(wire: dict[str, Any], rng: random.Random) -> list[dict[str, Any]]:
+    """``wire`` with one field deleted, nulled, given another type, or another ``type`` tag."""
+    mutated: list[dict[str, Any]] = [wire]
+    for key in wire:
+        mutated.append({k: v for k, v in wire.items() if k != key})
+        for value in (None, 7, "x", [], {}, True, rng.choice(["message", "function_call", "zz"])):
+            mutated.append({**wire, key: value})
+    return mutated
+
+
+def test_wire_item_is_the_item_union_conversion_for_every_kind_and_mutation() -> None:
+    """``wire_item`` converts to the one type the ``type`` tag names (quicker than to the
+    union): on every kind of item and on mutated copies it gives what converting to ``Item``
+    gives, or the same ``ValidationError``."""
+    rng = random.Random(19)
+    cases = 0
+    for wire in _wire_kinds():
+        for mutated in _mutations(wire, rng):
+            item = stored(0, {"id": "x", **mutated})
+            try:
+                expected: Any = msgspec.convert(item.wire, Item)
+            except msgspec.ValidationError as exc:
+                expected = str(exc)
+            try:
+                got: Any = wire_item(item)
+            except msgspec.ValidationError as exc:
+                got = str(exc)
+            assert got == expected, mutated
+            cases += 1
+    print(f"wire_item: {cases} wire forms converted as the Item union converts them")

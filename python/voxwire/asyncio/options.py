@@ -39,6 +39,7 @@ from voxwire.audio import AudioOutput, EchoCancelledInput, FalseInterruptionFilt
 from voxwire.audio.bargein import BargeInDetector
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol.config import SessionConfig
+from voxwire.protocol.conversation import ConversationState
 from voxwire.protocol.ids import CounterIds, IdFactory
 from voxwire.store import DEFAULT_LEASE_TTL_S, AudioPolicy, ConversationStore
 
@@ -92,6 +93,7 @@ class SessionOptions:
     conversation_id: str | None = None
     store_audio: AudioPolicy | None = None
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
+    max_history_items: int | None = None
     context: Any = None
     tool_error_formatter: ToolErrorFormatter | None = None
     input_guardrail_refusal: Refusal = DEFAULT_REFUSAL
@@ -113,6 +115,7 @@ class SessionOptions:
         self._check_endpoint()
         self._check_output_and_timeouts()
         self._check_input()
+        ConversationState(self.max_history_items)  # raises for a bound it cannot keep
         if not isinstance(self.reconnect, ReconnectPolicy | None):
             raise ConfigurationError(
                 f"reconnect={self.reconnect!r} is invalid: expected a ReconnectPolicy or None"

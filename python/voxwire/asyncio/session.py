@@ -153,7 +153,9 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
     Persistence (docs/persistence.md): ``store`` records the conversation ``conversation_id``
     (default: a new id) as the server confirms it, ``store_audio`` adds its audio, holding the
     conversation's lease (``lease_ttl_s``; docs/persistence.md);
-    :meth:`snapshot`, :meth:`resume`.
+    :meth:`snapshot`, :meth:`resume`. ``max_history_items``: hold at most this many items of
+    the conversation in memory (history, snapshot), forgetting the oldest — still on the server
+    and in the store (docs/session.md); ``None``: all.
     """
 
     def __init__(
@@ -199,6 +201,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         conversation_id: str | None = None,
         store_audio: AudioPolicy | None = None,
         lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
+        max_history_items: int | None = None,
         context: Any = None,
         tool_error_formatter: ToolErrorFormatter | None = None,
         input_guardrail_refusal: Refusal = DEFAULT_REFUSAL,
@@ -333,7 +336,11 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         self._dispatcher = Dispatcher(tuple(filter(None, parts)), self._handling_failed)
 
     def _new_protocol(self) -> RealtimeProtocol:
-        return RealtimeProtocol(ids=self._ids, update_log=self._update_log)
+        return RealtimeProtocol(
+            ids=self._ids,
+            update_log=self._update_log,
+            max_history_items=self._options.max_history_items,
+        )
 
     def __repr__(self) -> str:
         agent = self._switcher.agent

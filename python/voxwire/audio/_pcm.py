@@ -54,6 +54,8 @@ def _check_int(name: str, value: object, maximum: int, unit: str) -> int:
 
 def check_rate(name: str, value: object) -> int:
     """``value`` as a sample rate in Hz, or a ConfigurationError saying what is allowed."""
+    if type(value) is int and 1 <= value <= MAX_RATE_HZ:  # the common case, once per delta
+        return value
     return _check_int(name, value, MAX_RATE_HZ, " Hz")
 
 

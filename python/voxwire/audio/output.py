@@ -22,7 +22,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -32,7 +32,11 @@ from voxwire.audio._pcm import check_positive_ms, check_rate, format_rate_hz, ms
 from voxwire.audio.sink import PlaybackSink, SegmentKey
 from voxwire.exceptions import ConfigurationError
 
-__all__ = ["AudioOutput", "ItemTiming", "OutputTap"]
+__all__ = ["TIMINGS_KEPT", "AudioOutput", "ItemTiming", "OutputTap"]
+
+#: :class:`ItemTiming` records kept of parts that are over (ended or cut, first sample heard or
+#: never to be), the most recent ones: a session of many hours pushes a part per answer.
+TIMINGS_KEPT: Final = 64
 
 
 class OutputTap(Protocol):
@@ -179,7 +183,17 @@ class AudioOutput:
                 if key not in self._timings:
                     self._timings[key] = ItemTiming(item_id, content_index, self._now())
                     self._first_pending.append((self.ring.pushed_samples, key))
+                    if len(self._timings) > 2 * TIMINGS_KEPT:
+                        self._forget_old_timings()
         return self.sink.push(key, data, format, rate)
+
+    def _forget_old_timings(self) -> None:
+        """Keep the :data:`TIMINGS_KEPT` most recent timings of parts that are over, and every
+        part still open or waiting for its first sample to be heard (under ``_lock``)."""
+        waiting = self._open | {key for _, key in self._first_pending}
+        over = [key for key in self._timings if key not in waiting]
+        for key in over[: len(over) - TIMINGS_KEPT]:
+            del self._timings[key]
 
     def end(self, item_id: str, content_index: int) -> int:
         """The content part is complete (``response.output_audio.done``): flush its resampler
@@ -240,7 +254,8 @@ class AudioOutput:
         self._tap = tap
 
     def timing(self, item_id: str, content_index: int) -> ItemTiming | None:
-        """First delta / first sample times of a content part pushed here."""
+        """First delta / first sample times of a content part pushed here (``None`` for one
+        never pushed, or over and older than the :data:`TIMINGS_KEPT` most recent)."""
         with self._lock:
             return self._timings.get((item_id, content_index))
 

@@ -6,7 +6,7 @@ Frames in (:meth:`LiveProtocol.receive_text`), typed events out
 :meth:`LiveProtocol.data_to_send`). No asyncio, no clocks, no sockets. docs/live.md.
 """
 
-from voxwire.live import client_events, server_events
+from voxwire.live import client_events, decisions, server_events
 from voxwire.live.codec import (
     decode_client_event,
     decode_fork_client_event,
@@ -14,6 +14,17 @@ from voxwire.live.codec import (
     decode_sideband_client_event,
     encode_event,
     unknown_fields,
+)
+from voxwire.live.decisions import (
+    ChoiceOption,
+    ChoiceQuestion,
+    Decision,
+    DecisionAnswer,
+    DecisionQuestion,
+    DecisionsConfig,
+    PredicateQuestion,
+    ScoreLevel,
+    ScoreQuestion,
 )
 from voxwire.live.delegations import Answer, Delegation, DelegationBook, FunctionCall
 from voxwire.live.objects import (
@@ -30,7 +41,13 @@ from voxwire.live.protocol import LiveProtocol, LiveState
 
 __all__ = [
     "Answer",
+    "ChoiceOption",
+    "ChoiceQuestion",
     "ClientDelegation",
+    "Decision",
+    "DecisionAnswer",
+    "DecisionQuestion",
+    "DecisionsConfig",
     "DecisionsDelegation",
     "Delegation",
     "DelegationBook",
@@ -40,10 +57,14 @@ __all__ = [
     "LiveSessionConfig",
     "LiveSessionResource",
     "LiveState",
+    "PredicateQuestion",
     "ResponsesBackend",
     "ResponsesDelegation",
+    "ScoreLevel",
+    "ScoreQuestion",
     "SessionUsage",
     "client_events",
+    "decisions",
     "decode_client_event",
     "decode_fork_client_event",
     "decode_server_event",

@@ -11,7 +11,10 @@ GPT-Live hands work to a backend instead of calling tools itself. Each
   (``pending_calls``) until a ``function_call_output`` for its ``call_id`` goes back with
   ``response.item.create``; ``response.completed`` ends the delegation as *completed*,
   ``response.failed`` / ``response.incomplete`` / ``response.cancelled`` as *failed*.
-* ``decisions``: recorded, then passed through.
+* ``decisions``: the Decisions API answers it with ``decision.event`` (``decision``); the
+  delegation is then *completed*. The model's delegations wait for the application to report
+  what it did (commentary or thinking by id, as for a client delegation); one the application
+  asked for with ``decision.create`` names that command (``client_event_id``).
 
 A lost connection leaves every open delegation *abandoned*. Pure data: no I/O, no clocks.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from voxwire.live.decisions import Decision
 from voxwire.live.objects import DelegationTarget
 
 __all__ = ["Answer", "Delegation", "DelegationBook", "DelegationStatus", "FunctionCall"]
@@ -69,6 +73,8 @@ class Delegation:
     pending_calls: dict[str, FunctionCall] = field(default_factory=dict)
     answered_calls: list[str] = field(default_factory=list)
     backend_events: int = 0
+    decision: Decision | None = None
+    client_event_id: str | None = None  # the decision.create that asked for it, if any
 
     @property
     def is_open(self) -> bool:
@@ -136,6 +142,16 @@ class DelegationBook:
                 self._by_call[call.call_id] = delegation.id
         elif isinstance(kind, str) and kind in _TERMINAL and delegation.status == "open":
             delegation.status = _TERMINAL[kind]
+        return delegation
+
+    def decided(self, delegation_id: str | None, decision: Decision | None) -> Delegation | None:
+        """A ``decision.event`` for ``delegation_id``: the Decisions API answered it."""
+        delegation = self._by_id.get(delegation_id or "")
+        if delegation is None or decision is None:
+            return delegation
+        delegation.decision = decision
+        if delegation.status == "open":
+            delegation.status = "completed"
         return delegation
 
     def abandon_open(self) -> list[Delegation]:

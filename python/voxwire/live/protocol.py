@@ -17,8 +17,10 @@ The rules (h11 style: the transitions are data, below):
 * after startup only ``delegation`` (with the same owner) and ``triggers`` may change: an update
   naming ``model``, ``instructions``, ``audio`` ... is refused locally with
   :class:`~voxwire.exceptions.ConfigurationError`, before anything is queued;
-* ``response.item.create`` / ``response.create`` need Responses delegation; a non-null
-  ``delegation_id`` on commentary/thinking/instructions must name a client delegation;
+* ``response.item.create`` / ``response.create`` need Responses delegation, ``decision.create``
+  Decisions delegation; a non-null ``delegation_id`` on commentary/thinking/instructions must
+  name a client or Decisions delegation (the reference refuses ids only with Responses);
+* Decisions questions and decision items are checked before they are queued;
 * instructions, thinking and commentary are refused while an audio fixture plays;
 * after ``session.close`` is sent or ``session.closed`` received nothing more may be sent.
 
@@ -63,10 +65,16 @@ from voxwire.live.client_events import (
     TransportDtmfSend,
 )
 from voxwire.live.codec import decode_server_event, encode_event
+from voxwire.live.decisions import (
+    decision_item_problem,
+    decisions_config,
+    parse_decision,
+)
 from voxwire.live.delegations import Answer, Delegation, DelegationBook
 from voxwire.live.objects import (
     IMMUTABLE_FIELDS,
     UPDATABLE_FIELDS,
+    DecisionsDelegation,
     DelegationTarget,
     ForkSessionConfig,
     LiveSessionConfig,
@@ -106,6 +114,8 @@ class LiveProtocol:
         self._pending: dict[str, str] = {}  # client event_id -> type, until answered or refused
         self._fixture_playing = False
         self.delegations = DelegationBook()
+        #: The session's decision items as the server confirmed them, by id, oldest first.
+        self.decision_items: dict[str, dict[str, Any]] = {}
         self.muted = False
         self.usage: SessionUsage | None = None
         self.context_usage_ratio: float | None = None
@@ -203,6 +213,10 @@ class LiveProtocol:
         if self._state != "idle":
             raise InvalidState(f"session.start was already sent (the session is {self._state})")
         config = session if isinstance(session, LiveSessionConfig) else _start_config(session)
+        if isinstance(config.delegation, DecisionsDelegation):
+            checked = decisions_config(config.delegation.decisions)
+            if isinstance(checked, str):
+                raise ConfigurationError(f"delegation.decisions: {checked}")
         event_id = self._queue(SessionStart(event_id=self._ids("event"), session=config))
         self._requested = config
         self._state = "starting"
@@ -310,18 +324,32 @@ class LiveProtocol:
         return self._queue(ResponseCreate(event_id=self._ids("event")))
 
     def send_decision_create(self) -> str:
-        """Queue ``decision.create`` (its ``event_id`` is required by the reference)."""
+        """Queue ``decision.create``: evaluate the configured questions now (Decisions
+        delegation only). The server answers with ``session.delegation.created`` naming this
+        event id (``client_event_id``), then ``decision.event`` for that delegation."""
         self._require_active()
+        if self.delegation_target != "decisions":
+            raise InvalidState(
+                "decision.create evaluates the questions of a Decisions delegation (this session "
+                f"delegates to {self.delegation_target!r}): start the session with "
+                "delegation {'type': 'decisions', 'decisions': {'model', 'questions'}}"
+            )
         return self._queue(DecisionCreate(event_id=self._ids("event")))
 
     def send_decision_item_create(self, item: Mapping[str, Any]) -> str:
-        """Queue ``decision.item.create``."""
+        """Queue ``decision.item.create``: context for later decisions (the server confirms
+        with ``decision.item.created``, the item then in :attr:`decision_items`)."""
         self._require_active()
+        problem = decision_item_problem(item)
+        if problem is not None:
+            raise ConfigurationError(f"{problem[0]}: {problem[1]}")
         return self._queue(DecisionItemCreate(event_id=self._ids("event"), item=dict(item)))
 
     def send_decision_item_delete(self, item_id: str) -> str:
         """Queue ``decision.item.delete``."""
         self._require_active()
+        if not isinstance(item_id, str) or not item_id:
+            raise ConfigurationError("item_id must be the non-empty id of a decision item")
         return self._queue(DecisionItemDelete(event_id=self._ids("event"), item_id=item_id))
 
     def send_dtmf(self, key: str) -> str:
@@ -392,11 +420,12 @@ class LiveProtocol:
             )
         if delegation_id is not None:
             delegation = self.delegations.get(delegation_id)
-            if delegation is None or delegation.target != "client":
+            if delegation is None or delegation.target == "responses":
                 owner = "unknown" if delegation is None else f"owned by {delegation.target!r}"
                 raise InvalidState(
-                    f"delegation {delegation_id!r} is {owner}: only a client delegation takes "
-                    "commentary, thinking or instructions by id (pass None for the session)"
+                    f"delegation {delegation_id!r} is {owner}: only a client or Decisions "
+                    "delegation takes commentary, thinking or instructions by id (pass None for "
+                    "the session)"
                 )
         event_id = self._queue(
             cls(event_id=self._ids("event"), content=content, delegation_id=delegation_id)
@@ -415,6 +444,13 @@ class LiveProtocol:
                 f"session delegates to {self.delegation_target!r}, the update names {kind!r}; "
                 "start a new session to change the owner"
             )
+        assert isinstance(delegation, Mapping)
+        update = delegation.get("decisions")
+        questions = update.get("questions") if isinstance(update, Mapping) else None
+        if questions is not None:
+            checked = decisions_config({"model": "-", "questions": questions})
+            if isinstance(checked, str):
+                raise ConfigurationError(f"delegation.decisions: {checked}")
 
     # --- received events ------------------------------------------------------------------------
 
@@ -447,6 +483,7 @@ class LiveProtocol:
             self._fixture_playing = False
 
     def _on_delegation(self, event: se.DelegationCreated) -> None:
+        self._answered(event)
         info = event.delegation
         self.delegations.created(
             Delegation(
@@ -454,8 +491,19 @@ class LiveProtocol:
                 target=info.target,
                 offset_ms=event.offset_ms,
                 response_id=info.response_id,
+                client_event_id=event.client_event_id,
             )
         )
+
+    def _on_decision(self, event: se.DecisionEvent) -> None:
+        self.delegations.decided(event.delegation_id, parse_decision(event.event))
+
+    def _on_decision_item(self, event: se.DecisionItemCreated | se.DecisionItemDeleted) -> None:
+        self._answered(event)
+        if isinstance(event, se.DecisionItemDeleted):
+            self.decision_items.pop(event.item_id, None)
+        elif isinstance(event.item.get("id"), str):
+            self.decision_items[event.item["id"]] = event.item
 
     def _on_usage(self, event: se.SessionUsageUpdated) -> None:
         self.usage = event.usage
@@ -529,8 +577,9 @@ _HANDLERS: Final[dict[type, _Handler]] = {
     se.ThinkingAppended: LiveProtocol._answered,
     se.CommentaryAppended: LiveProtocol._answered,
     se.OutputAudioFixturePlaying: LiveProtocol._answered,
-    se.DecisionItemCreated: LiveProtocol._answered,
-    se.DecisionItemDeleted: LiveProtocol._answered,
+    se.DecisionEvent: LiveProtocol._on_decision,
+    se.DecisionItemCreated: LiveProtocol._on_decision_item,
+    se.DecisionItemDeleted: LiveProtocol._on_decision_item,
     se.InfoEvent: LiveProtocol._answered,
     se.TransportDtmfSent: LiveProtocol._answered,
     se.TransportDtmfSend: LiveProtocol._answered,

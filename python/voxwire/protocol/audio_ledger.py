@@ -8,15 +8,24 @@ reports samples played per (item, content) segment.
 
 A delta for an item the conversation has not announced yet still gets a segment (keyed the same
 way): the audio is real and the item may be announced later.
+
+Segments whose audio is complete are kept for the :data:`DONE_KEPT` most recent ones: an
+interruption cuts what plays now and a speech handle settles once its response is played out, so
+only recent segments matter, and a long session would otherwise keep one per part it ever heard.
+A segment still streaming is always kept.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from voxwire.protocol.units import SampleFormat, bytes_to_samples, samples_to_ms
 
-__all__ = ["AudioLedger", "AudioSegment", "SegmentKey"]
+__all__ = ["DONE_KEPT", "AudioLedger", "AudioSegment", "SegmentKey"]
+
+#: Segments whose audio is complete that the ledger keeps, the most recent ones.
+DONE_KEPT: Final = 64
 
 #: ``(item_id, content_index)``: the unit the server streams and the playback clock counts.
 SegmentKey = tuple[str, int]
@@ -54,6 +63,7 @@ class AudioLedger:
 
     def __init__(self) -> None:
         self._segments: dict[SegmentKey, AudioSegment] = {}
+        self._done: dict[SegmentKey, None] = {}  # keys of complete segments, oldest first
 
     def __contains__(self, key: object) -> bool:
         return key in self._segments
@@ -84,6 +94,21 @@ class AudioLedger:
         segment = self._segments.get(key)
         if segment is not None:
             segment.done = True
+            self._complete(key)
+
+    def response_done(self, response_id: str) -> None:
+        """The response is over: no more audio comes for its segments (``done`` stays as the
+        wire said; this only lets them go once they are old)."""
+        for key in [k for k, s in self._segments.items() if s.response_id == response_id]:
+            self._complete(key)
+
+    def _complete(self, key: SegmentKey) -> None:
+        self._done.pop(key, None)
+        self._done[key] = None
+        while len(self._done) > DONE_KEPT:
+            oldest = next(iter(self._done))
+            del self._done[oldest]
+            self._segments.pop(oldest, None)
 
     def truncated(self, key: SegmentKey, audio_end_ms: int) -> None:
         segment = self._segments.get(key)
@@ -94,3 +119,4 @@ class AudioLedger:
         """Drop the segments of a deleted item."""
         for key in [key for key in self._segments if key[0] == item_id]:
             del self._segments[key]
+            self._done.pop(key, None)

@@ -9,30 +9,68 @@ saw (a deleted item, a session joined midway) puts the item at the end.
 Nothing here changes on the client's say-so: a ``conversation.item.create`` is remembered as
 pending until the server announces the item, a ``conversation.item.delete`` changes nothing
 until ``conversation.item.deleted``.
+
+``max_items`` bounds what is held in memory: past it, the items at the start of the conversation
+are forgotten here (:attr:`ConversationState.forgotten` counts them) — not deleted: the server
+still has them, and a store still holds them. What is held is always the end of the server's
+conversation: an item announced at the start once items were forgotten is forgotten with them,
+and one announced after a forgotten item goes at the end. ``None`` (the default) keeps every
+item.
 """
 
 from __future__ import annotations
 
-from voxwire.protocol.audio_ledger import SegmentKey
-from voxwire.protocol.items import Item
+from typing import Final
 
-__all__ = ["ROOT", "ConversationState"]
+from voxwire.exceptions import ConfigurationError
+from voxwire.protocol.audio_ledger import SegmentKey
+from voxwire.protocol.items import FunctionCallOutputItem, Item
+
+__all__ = ["MIN_HISTORY_ITEMS", "ROOT", "ConversationState"]
 
 #: ``previous_item_id`` value that puts an item at the start of the conversation.
 ROOT = "root"
 
+#: The smallest ``max_items``: the items of the responses being played (and cut) must stay.
+MIN_HISTORY_ITEMS: Final = 8
+
+#: Producing responses remembered for output items not (yet) in the conversation, the most recent.
+_UNANNOUNCED_KEPT: Final = 64
+
+#: Ids of deleted items remembered (late deltas of a deleted item are dropped), the most recent.
+_DELETED_KEPT: Final = 256
+
 
 class ConversationState:
-    """Items in server order with their transcripts; updated by the protocol from server events."""
+    """Items in server order with their transcripts; updated by the protocol from server events.
+    ``max_items``: see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_items: int | None = None) -> None:
+        if max_items is not None and (
+            not isinstance(max_items, int)
+            or isinstance(max_items, bool)
+            or max_items < MIN_HISTORY_ITEMS
+        ):
+            raise ConfigurationError(
+                f"max_history_items={max_items!r} is invalid: expected an int >= "
+                f"{MIN_HISTORY_ITEMS} (the items being played must stay), or None to keep all"
+            )
+        self._max_items = max_items
         self._order: list[str] = []
         self._items: dict[str, Item] = {}
         self._response_of: dict[str, str] = {}
         self._pending: dict[str, Item] = {}
-        self._deleted: set[str] = set()
+        self._deleted: dict[str, None] = {}  # the most recent, oldest first
         self._transcripts: dict[SegmentKey, str] = {}
         self._truncated_ms: dict[SegmentKey, int] = {}
+        self.forgotten = 0
+        """Items forgotten for ``max_items`` so far (still on the server)."""
+        # call_id -> ids of the function_call_output items answering it (see call_output).
+        self._outputs: dict[str, list[str]] = {}
+
+    @property
+    def max_items(self) -> int | None:
+        return self._max_items
 
     # --- reading ----------------------------------------------------------------------------------
 
@@ -53,6 +91,20 @@ class ConversationState:
 
     def get(self, item_id: str) -> Item | None:
         return self._items.get(item_id)
+
+    def call_output(self, call_id: str) -> FunctionCallOutputItem | None:
+        """The ``function_call_output`` answering ``call_id`` (of several, the last in
+        conversation order), found by a look-up rather than a scan of the conversation."""
+        found = [
+            output
+            for output_id in self._outputs.get(call_id, ())
+            if isinstance(output := self._items.get(output_id), FunctionCallOutputItem)
+            and output.call_id == call_id
+        ]
+        if len(found) > 1:
+            position = {item_id: index for index, item_id in enumerate(self._order)}
+            found.sort(key=lambda output: position[output.id or ""])
+        return found[-1] if found else None
 
     def response_of(self, item_id: str) -> str | None:
         """The response that produced ``item_id``, if it came from one."""
@@ -87,13 +139,22 @@ class ConversationState:
         if item_id is None:
             return
         self._pending.pop(item_id, None)
-        self._deleted.discard(item_id)
+        self._deleted.pop(item_id, None)
+        self._index_output(item)
         if item_id in self._items:
             # Announced twice (added, then done): update in place, keep the position.
             self._items[item_id] = item
             return
         self._items[item_id] = item
-        self._order.insert(self._position_after(previous_item_id), item_id)
+        index = self._position_after(previous_item_id)
+        self._order.insert(index, item_id)
+        if self._max_items is not None:
+            if index == 0 and self.forgotten:  # before the forgotten items: goes with them
+                self._forget(item_id)
+                self.forgotten += 1
+            while len(self._order) > self._max_items:
+                self._forget(self._order[0])
+                self.forgotten += 1
 
     def item_done(self, item: Item, previous_item_id: str | None) -> None:
         """``conversation.item.done``: the item's final content."""
@@ -107,12 +168,31 @@ class ConversationState:
         self._response_of[item.id] = response_id
         if item.id in self._items:
             self._items[item.id] = item
+            self._index_output(item)
+        elif len(self._response_of) > len(self._items) + 2 * _UNANNOUNCED_KEPT:
+            # Output of responses that write to no conversation (out of band) is never
+            # announced: keep only the most recent such entries.
+            unannounced = [key for key in self._response_of if key not in self._items]
+            for key in unannounced[:-_UNANNOUNCED_KEPT]:
+                del self._response_of[key]
 
     def item_deleted(self, item_id: str) -> None:
         self._pending.pop(item_id, None)
-        self._deleted.add(item_id)
-        if self._items.pop(item_id, None) is not None:
+        self._deleted[item_id] = None
+        if len(self._deleted) > _DELETED_KEPT:
+            del self._deleted[next(iter(self._deleted))]
+        self._forget(item_id)
+
+    def _forget(self, item_id: str) -> None:
+        item = self._items.pop(item_id, None)
+        if item is not None:
             self._order.remove(item_id)
+        if isinstance(item, FunctionCallOutputItem):
+            answering = self._outputs.get(item.call_id, [])
+            if item_id in answering:
+                answering.remove(item_id)
+            if not answering:
+                self._outputs.pop(item.call_id, None)
         self._response_of.pop(item_id, None)
         for table in (self._transcripts, self._truncated_ms):
             for key in [key for key in table if key[0] == item_id]:
@@ -145,6 +225,12 @@ class ConversationState:
         self._pending.pop(item_id, None)
 
     # --- helpers ----------------------------------------------------------------------------------
+
+    def _index_output(self, item: Item) -> None:
+        if isinstance(item, FunctionCallOutputItem) and item.id is not None:
+            answering = self._outputs.setdefault(item.call_id, [])
+            if item.id not in answering:
+                answering.append(item.id)
 
     def _position_after(self, previous_item_id: str | None) -> int:
         if previous_item_id is None or previous_item_id == ROOT:

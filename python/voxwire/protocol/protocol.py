@@ -98,6 +98,8 @@ class RealtimeProtocol(ProtocolState):
     the default counts deterministically (``vx_evt_1``, ``vx_item_1`` …). ``update_log``: keep
     the application's ``session.update`` changes there, to be made again on a new server session
     (:meth:`replay_session_updates`); give every connection's core the same log.
+    ``max_history_items``: hold at most this many conversation items, forgetting the oldest
+    (still on the server; :class:`~voxwire.protocol.ConversationState`); ``None``: all.
     """
 
     def __init__(
@@ -106,12 +108,13 @@ class RealtimeProtocol(ProtocolState):
         beta: bool | Literal["auto"] = "auto",
         ids: IdFactory | None = None,
         update_log: SessionUpdateLog | None = None,
+        max_history_items: int | None = None,
     ) -> None:
         if beta not in (True, False, "auto"):
             raise ValueError(
                 f"RealtimeProtocol beta={beta!r} is invalid: expected True, False or 'auto'"
             )
-        super().__init__(ids if ids is not None else CounterIds(), update_log)
+        super().__init__(ids if ids is not None else CounterIds(), update_log, max_history_items)
         # None: not known yet (auto).
         self._beta: bool | None = None if beta == "auto" else bool(beta)
 
@@ -140,7 +143,8 @@ class RealtimeProtocol(ProtocolState):
 
     @property
     def responses(self) -> ResponseRecords:
-        """Every response seen, with status, output items, usage and interruption marks."""
+        """The responses in progress and the most recent others (``responses.FINISHED_KEPT``),
+        with status, output items, usage and interruption marks."""
         return self._responses
 
     @property
@@ -394,8 +398,7 @@ class RealtimeProtocol(ProtocolState):
             item = msgspec.structs.replace(item, id=self._ids("item"))
         event = self._queue(ConversationItemCreate(item=item, previous_item_id=previous_item_id))
         self._conversation.create_sent(item)
-        assert event.event_id is not None  # _queue gives every event one
-        self._unacked_creates[event.event_id] = event
+        self._create_sent(event)
         return event
 
     def send_item_retrieve(self, item_id: str) -> ConversationItemRetrieve:

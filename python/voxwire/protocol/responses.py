@@ -1,13 +1,24 @@
-"""What the client knows about each response: status, output items, usage, interruption."""
+"""What the client knows about each response: status, output items, usage, interruption.
+
+Records of responses that are over are kept for the :data:`FINISHED_KEPT` most recent ones only:
+what reads them — the parts of a session handling ``response.done``, an interruption marking a
+response whose audio still plays, a late or duplicated event — looks at recent responses, and a
+session of many hours would otherwise keep one record per response it ever saw. Totals over all
+responses live where they are needed (usage: the store's recorder; counts: metrics).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 from voxwire.protocol.gate import ResponseSource
 from voxwire.protocol.objects import Response, ResponseStatus, StatusDetails, Usage
 
-__all__ = ["ResponseRecord", "ResponseRecords"]
+__all__ = ["FINISHED_KEPT", "ResponseRecord", "ResponseRecords"]
+
+#: Records of responses not in progress (done, or only heard of) kept, the most recent ones.
+FINISHED_KEPT: Final = 64
 
 
 @dataclass
@@ -41,10 +52,12 @@ class ResponseRecord:
 
 
 class ResponseRecords:
-    """Responses by id, in the order they started."""
+    """Responses by id, in the order they started: every one in progress and the
+    :data:`FINISHED_KEPT` most recent others (see the module docstring)."""
 
     def __init__(self) -> None:
         self._records: dict[str, ResponseRecord] = {}
+        self._over: dict[str, None] = {}  # ids of records not in progress, oldest first
 
     def get(self, response_id: str) -> ResponseRecord | None:
         return self._records.get(response_id)
@@ -57,12 +70,14 @@ class ResponseRecords:
         record = self._records.get(response_id)
         if record is None:
             record = self._records[response_id] = ResponseRecord(id=response_id)
+            self._settled(response_id)
         return record
 
     def created(self, response_id: str) -> ResponseRecord:
         # response.created means the response started, whatever else its object says.
         record = self.record(response_id)
         record.status = "in_progress"
+        self._over.pop(response_id, None)
         return record
 
     def output_item(self, response_id: str, item_id: str | None) -> None:
@@ -80,7 +95,17 @@ class ResponseRecords:
         for item in response.output:
             if item.id is not None and item.id not in record.output_item_ids:
                 record.output_item_ids.append(item.id)
+        self._settled(response_id)
         return record
+
+    def _settled(self, response_id: str) -> None:
+        """``response_id`` is not in progress: the most recent such records are kept."""
+        self._over.pop(response_id, None)
+        self._over[response_id] = None
+        while len(self._over) > FINISHED_KEPT:
+            oldest = next(iter(self._over))
+            del self._over[oldest]
+            del self._records[oldest]
 
     def is_interrupted(self, response_id: str) -> bool:
         record = self._records.get(response_id)

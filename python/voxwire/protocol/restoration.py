@@ -75,7 +75,8 @@ def restoration_items(
       ``input_text`` and assistant audio ``output_text`` holding the transcript (a part with no
       transcript — transcription off, or truncated audio, whose transcript the server drops — is
       left out, and a message left with no part is skipped);
-    * function calls that are complete, and function call outputs, as they are;
+    * function calls that are complete, and function call outputs, as they are (an output whose
+      call was forgotten for the conversation's ``max_items`` is skipped);
     * items of ``lost_responses`` (in progress when the connection was lost) only if they were
       complete; MCP items never (the server makes them).
 
@@ -116,6 +117,11 @@ def _restorable(
             id=item.id, name=item.name, arguments=item.arguments, call_id=item.call_id
         )
     elif isinstance(item, FunctionCallOutputItem):
+        if conversation.forgotten and not any(
+            isinstance(other, FunctionCallItem) and other.call_id == item.call_id
+            for other in conversation.items()
+        ):
+            return None  # its call was forgotten (max_items): the new server would refuse it
         restored = FunctionCallOutputItem(id=item.id, call_id=item.call_id, output=item.output)
     else:
         return None

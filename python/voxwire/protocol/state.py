@@ -46,18 +46,26 @@ _E = TypeVar("_E", bound=ClientEvent)
 class ProtocolState:
     """The state of one connection, kept by the received events (see the module docstring)."""
 
-    def __init__(self, ids: IdFactory, update_log: SessionUpdateLog | None) -> None:
+    def __init__(
+        self,
+        ids: IdFactory,
+        update_log: SessionUpdateLog | None,
+        max_history_items: int | None = None,
+    ) -> None:
         self._ids = ids
         self._received: list[ReceivedEvent] = []
         self._outgoing: list[str] = []
         self._session: SessionConfig | None = None
-        self._conversation = ConversationState()
+        self._conversation = ConversationState(max_history_items)
         self._ledger = AudioLedger()
         self._responses = ResponseRecords()
         self._gate = ResponseGate()
         # Item changes awaiting the server's answer, oldest first: event_id -> the event as sent.
         # A create's item always has an id (send_item_create gives one).
         self._unacked_creates: dict[str, ConversationItemCreate] = {}
+        # The same creates by item id (item id -> event ids): an acknowledgement is found by a
+        # look-up, not a scan (a replay of n items was quadratic).
+        self._creates_of_item: dict[str, list[str]] = {}
         self._unacked_deletes: dict[str, ConversationItemDelete] = {}
         self._unacked_truncates: dict[str, ConversationItemTruncate] = {}
         # event_ids of out-of-band response.create events awaiting their response.created,
@@ -111,9 +119,15 @@ class ProtocolState:
         self._outgoing.append(encode_event(event))
         return event
 
+    def _create_sent(self, event: ConversationItemCreate) -> None:
+        assert event.event_id is not None  # _queue gives every event one
+        assert event.item.id is not None  # send_item_create gives every item one
+        self._unacked_creates[event.event_id] = event
+        self._creates_of_item.setdefault(event.item.id, []).append(event.event_id)
+
     def _create_answered(self, item_id: str) -> None:
-        for event_id in [eid for eid, c in self._unacked_creates.items() if c.item.id == item_id]:
-            del self._unacked_creates[event_id]
+        for event_id in self._creates_of_item.pop(item_id, ()):
+            self._unacked_creates.pop(event_id, None)
 
     def _release_held_create(self) -> ResponseCreate | None:
         request = self._gate.release()
@@ -193,6 +207,7 @@ class ProtocolState:
 
     def _finish_response(self, response_id: str, response: Response) -> None:
         self._responses.done(response, response_id)
+        self._ledger.response_done(response_id)
         self._gate.response_done(response_id)
         self._release_held_create()
 
@@ -286,6 +301,11 @@ class ProtocolState:
             if create is not None:
                 assert create.item.id is not None  # send_item_create gives every item one
                 self._conversation.create_failed(create.item.id)
+                waiting = self._creates_of_item.get(create.item.id, [])
+                if event_id in waiting:
+                    waiting.remove(event_id)
+                if not waiting:
+                    self._creates_of_item.pop(create.item.id, None)
             self._unacked_deletes.pop(event_id, None)
             self._unacked_truncates.pop(event_id, None)
         self._release_held_create()

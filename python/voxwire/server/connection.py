@@ -20,6 +20,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from voxwire.protocol import ServerEvent
+from voxwire.server.core.conversation import DEFAULT_AUDIO_BUDGET_BYTES
 from voxwire.server.core.errors import error_event
 from voxwire.server.core.ids import ServerIds
 from voxwire.server.core.mcp import McpServers
@@ -55,6 +56,7 @@ class ConnectionSettings:
     faults: tuple[Fault, ...] = ()  # armed afresh on every connection
     transcriber: Transcriber | None = None  # None: transcription requests fail, naming the extra
     mcp_servers: McpServers = field(default_factory=McpServers)  # the hosted MCP servers played
+    audio_budget_bytes: int | None = DEFAULT_AUDIO_BUDGET_BYTES  # item audio kept per session
 
 
 class RealtimeConnection:
@@ -83,6 +85,7 @@ class RealtimeConnection:
             responding=lambda: self.responses.responding,
             turn_detection=TurnDetector.from_session,
             mcp_servers=settings.mcp_servers,
+            audio_budget_bytes=settings.audio_budget_bytes,
         )
         self.transcriptions = Transcriptions(self.session, self._send, settings.transcriber)
         self.responses = ResponseManager(

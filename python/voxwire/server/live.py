@@ -17,13 +17,16 @@ The rule's ``say`` beside a ``call`` is spoken first, as the model's acknowledge
 Speech goes out paced by the server's :class:`~voxwire.server.responses.Pacing`
 (``audio_pace``: multiple of real time; 0 sends at once). Full duplex: the user's speech
 starting while the model speaks stops it — the model hears the interruption — and the words it
-did not get to are never sent.
+did not get to are never sent. With Decisions delegation a turn that a scenario ``decisions``
+rule matches is delegated to the scripted Decisions model (``decision.event``); decision items,
+``decision.create`` and transcript triggers are answered too
+(:mod:`voxwire.server.core.live_decisions`).
 
 A session started with ``store: true`` is kept (configuration and conversation) and, once its
 connection has ended, can be forked on ``/v1/live/sessions/{id}/fork`` — the hosted service's
 way of going on after a lost connection (:mod:`voxwire.server.core.live_forks`). A SIP call
 accepted as Live is served to its sideband by :mod:`voxwire.server.live_sip`. Not emulated:
-Decisions, WebRTC and a sideband of a WebSocket session.
+WebRTC and a sideband of a WebSocket session.
 """
 
 from __future__ import annotations
@@ -50,9 +53,16 @@ from voxwire.server.core.live import (
     BackendDelegation,
     Close,
     ContinueBackend,
+    Decide,
     LiveServerSession,
     Out,
     Speak,
+)
+from voxwire.server.core.live_decisions import (
+    DecisionRule,
+    rule_for_turn,
+    session_decisions,
+    trigger_config,
 )
 from voxwire.server.core.live_forks import LiveSessionStore
 from voxwire.server.core.turn import CallTool, Say, Turn
@@ -155,6 +165,8 @@ class LiveConnection:
                 self._spawn(self._speak(out.text))
             elif isinstance(out, ContinueBackend):
                 self._spawn(self._continue(self._core.delegations[out.delegation_id]))
+            elif isinstance(out, Decide):
+                await self._decide(out.delegation_id, None)
             elif isinstance(out, Close):
                 self._closing = True
             else:
@@ -174,6 +186,40 @@ class LiveConnection:
         async with self._send_lock:
             for event in events:
                 await self._ws.send(encode_event(event))
+                for fired in self._triggered(event):
+                    await self._ws.send(encode_event(fired))
+
+    # --- Decisions ------------------------------------------------------------------------------
+
+    def _decision_rules(self) -> tuple[DecisionRule, ...]:
+        scenario = getattr(self._settings.responder, "scenario", None)
+        return tuple(getattr(scenario, "decisions", ()))
+
+    async def _decide(self, delegation_id: str, rule: DecisionRule | None) -> None:
+        """The scripted Decisions model answers a delegation: ``rule`` (the model's delegation
+        of a turn), else the rule the Decisions input matches (``decision.create``)."""
+        desk, config = self._core.decisions, session_decisions(self._core.session)
+        if config is None:
+            return
+        rule = rule or desk.rule_for_input(self._decision_rules())
+        await self._send([desk.decision_event(rule, config, delegation_id=delegation_id)])
+
+    def _triggered(self, event: se.LiveServerEvent) -> list[se.LiveServerEvent]:
+        """``session.triggers``: a decision for each transcript delta of the trigger's type."""
+        session = self._core.session
+        if not isinstance(event, se.InputTranscriptDelta | se.OutputTranscriptDelta):
+            return []
+        if session is None or not session.triggers:
+            return []
+        desk, decisions = self._core.decisions, session_decisions(session)
+        fired: list[se.LiveServerEvent] = []
+        for trigger in session.triggers:
+            config = trigger_config(trigger, decisions.model if decisions else "gpt-6-luna")
+            if trigger.get("event_type") != event.type or config is None:
+                continue
+            rule = desk.rule_for_input(self._decision_rules())
+            fired.append(desk.decision_event(rule, config, trigger=(event.event_id, event.type)))
+        return fired
 
     # --- listening ------------------------------------------------------------------------------
 
@@ -198,6 +244,15 @@ class LiveConnection:
         if not text.strip():
             return
         self._core.said("user", text.strip())
+        self._core.decisions.heard("user", text)
+        decided = self._core.target == "decisions" and rule_for_turn(self._decision_rules(), text)
+        if decided:  # the model hands the request to Decisions, acknowledging it first
+            if decided.say:
+                await self._speak(decided.say)
+            delegation, events = self._core.delegate(text, end_ms, [])
+            await self._send(events)
+            await self._decide(delegation.id, decided)
+            return
         user = MessageItem(role="user", content=[InputText(text=text)])
         outputs = await self._settings.responder.respond(self._turn_of([user]))
         calls = [(o.name, o.arguments) for o in outputs if isinstance(o, CallTool)]
@@ -238,9 +293,10 @@ class LiveConnection:
             scenario = getattr(self._settings.responder, "scenario", None)
             rules = getattr(scenario, "rules", ())
             tools = tuple(c.name for r in rules for c in r.calls if isinstance(c, CallTool))
+        startup = (session.instructions if session is not None else None) or ""
         return Turn(
             items=items,
-            instructions=(session.instructions if session is not None else None) or "",
+            instructions="\n".join([startup, *self._core.appended_instructions]).strip(),
             tools=tools,
             tool_choice="auto",
         )
@@ -281,6 +337,7 @@ class LiveConnection:
         """Voice ``text`` after what is already being said, paced by the server's ``Pacing``;
         when the user starts speaking the model stops (full duplex: it hears the interruption),
         and the words it did not get to are never sent."""
+        self._core.decisions.heard("assistant", text)
         voice = self._settings.voice
         spoken = None
         if voice is not None:

@@ -31,6 +31,7 @@ from websockets.typing import Subprotocol
 from voxwire.logs import redacted_logger
 from voxwire.server.connection import ConnectionSettings, RealtimeConnection
 from voxwire.server.core.config import DEFAULT_MODEL
+from voxwire.server.core.conversation import DEFAULT_AUDIO_BUDGET_BYTES
 from voxwire.server.core.input_buffer import MAX_APPEND_BYTES
 from voxwire.server.core.live_forks import LiveSessionStore
 from voxwire.server.core.mcp import McpServers
@@ -98,6 +99,11 @@ class RealtimeServer:
     ``None`` (or ``"auto"`` without the extra) makes every request fail
     with ``input_audio_transcription.failed`` naming what to install.
     ``responder`` decides what is said (default: :class:`RulesResponder` over ``scenario``).
+    ``audio_budget_bytes``: the item audio each session keeps for ``conversation.item.truncate``
+    and ``conversation.item.retrieve`` (default 32 MiB, the most recent parts; the newest part
+    is always kept whole; ``None``: all of it); older parts keep their duration and transcript,
+    and a truncate or retrieve that needs their audio gets an ``invalid_value`` error
+    (:mod:`voxwire.server.core.conversation`).
     ``faults`` (:mod:`voxwire.server.faults`) are armed on every connection; a test reaches one
     live connection through :attr:`connections` and arms faults on it alone with ``inject``.
     """
@@ -116,7 +122,15 @@ class RealtimeServer:
         seed: int | None = None,
         faults: Sequence[Fault] = (),
         transcriber: Transcriber | Literal["auto"] | None = "auto",
+        audio_budget_bytes: int | None = DEFAULT_AUDIO_BUDGET_BYTES,
     ) -> None:
+        if audio_budget_bytes is not None and (
+            not isinstance(audio_budget_bytes, int) or audio_budget_bytes < 0
+        ):
+            raise ValueError(
+                f"audio_budget_bytes={audio_budget_bytes!r} is invalid: expected bytes >= 0, "
+                "or None to keep all item audio"
+            )
         if tts is not None and tts not in ENGINES:
             raise ValueError(
                 f"tts={tts!r} is invalid: expected {', '.join(map(repr, ENGINES))} "
@@ -132,6 +146,7 @@ class RealtimeServer:
         self._tts, self._pacing = tts, pacing or Pacing()
         self._max_session_s, self._seed = max_session_s, seed
         self._faults = tuple(faults)
+        self._audio_budget_bytes = audio_budget_bytes
         self._connections: dict[ServerConnection, RealtimeConnection] = {}
         self.live_sessions = LiveSessionStore()
         """The Live sessions started with ``store: true``, forkable once ended."""
@@ -154,19 +169,20 @@ class RealtimeServer:
 
     # --- lifecycle --------------------------------------------------------------------------------
 
+    def _start_transcriber(self) -> Transcriber | None:
+        if self._transcriber_option == "auto":
+            # Found, not loaded: the model loads on the first transcription.
+            if WhisperTranscriber.installed():
+                self._own_transcriber = WhisperTranscriber()
+            return self._own_transcriber
+        return self._transcriber_option
+
     async def start(self) -> None:
         if self._server is not None or self._closed:
             raise RuntimeError("RealtimeServer.start() may be called once")
         # Fail here, before listening, if the voice cannot be loaded (NoVoiceError says why).
         self._voice = Voice.load(self._tts) if self._tts is not None else None
-        transcriber: Transcriber | None
-        if self._transcriber_option == "auto":
-            # Found, not loaded: the model loads on the first transcription.
-            if WhisperTranscriber.installed():
-                self._own_transcriber = WhisperTranscriber()
-            transcriber = self._own_transcriber
-        else:
-            transcriber = self._transcriber_option
+        transcriber = self._start_transcriber()
         settings = ConnectionSettings(
             responder=self._responder,
             voice=self._voice,
@@ -176,6 +192,7 @@ class RealtimeServer:
             faults=self._faults,
             transcriber=transcriber,
             mcp_servers=self._mcp_servers,
+            audio_budget_bytes=self._audio_budget_bytes,
         )
 
         async def handler(ws: ServerConnection) -> None:

@@ -19,6 +19,12 @@ flight. The recorder follows the server's order exactly as
 middle of their neighbours'; when no integer is left between two neighbours every item is
 renumbered (:class:`~voxwire.store.ops.MoveItems`).
 
+Memory: the items touched last are held as structs, older ones packed (one msgpack ``bytes``
+each, :mod:`voxwire.store._table`), so :meth:`~ConversationRecorder.snapshot` is the whole
+conversation without I/O at a fraction of the decoded size. ``max_items`` holds at most that
+many items (the first ones in the conversation are forgotten, after their last changes are
+written): the store keeps them all, :meth:`~ConversationRecorder.snapshot` has the last ones.
+
 Audio is not recorded unless :class:`AudioPolicy` says so; then the output audio deltas of each
 item are collected up to ``max_bytes_per_item`` (the beginning is kept; the rest is not
 recorded) and written with the item's next write (``response.output_audio.done`` at the latest).
@@ -38,6 +44,7 @@ from voxwire.protocol import server_events as se
 from voxwire.protocol.codec import raw_fields
 from voxwire.protocol.conversation import ROOT
 from voxwire.protocol.items import FunctionCallItem, FunctionCallOutputItem, Item
+from voxwire.store._table import ItemTable
 from voxwire.store.ops import (
     DeleteItem,
     DropApproval,
@@ -58,6 +65,10 @@ __all__ = ["POSITION_GAP", "AudioPolicy", "ConversationRecorder"]
 POSITION_GAP: Final = 1 << 20
 
 _Key = tuple[str, int]
+
+#: Entries kept for items not (yet) recorded — their response, early transcripts, the calls of
+#: outputs the SDK computed — the most recent ones (output of out-of-band responses never is).
+_PENDING_KEPT: Final = 64
 
 
 class AudioPolicy(Struct, frozen=True, kw_only=True):
@@ -80,24 +91,31 @@ class ConversationRecorder:
 
     Start it empty for a new conversation, or from the :class:`SessionSnapshot` a resumed
     session was built from (:meth:`from_snapshot`), so that it goes on where the store left off.
+    ``max_items``: hold at most this many items (module docstring); ``None``: all.
     """
 
     def __init__(
-        self, conversation_id: str, created_at: datetime, *, audio: AudioPolicy | None = None
+        self,
+        conversation_id: str,
+        created_at: datetime,
+        *,
+        audio: AudioPolicy | None = None,
+        max_items: int | None = None,
     ) -> None:
         self._conversation_id = conversation_id
         self._created_at = created_at
         self._audio_policy = audio if audio is not None else AudioPolicy()
+        self._max_items = max_items
         self._order: list[str] = []
-        self._items: dict[str, StoredItem] = {}  # the conversation as known now
-        self._written: dict[str, StoredItem] = {}  # as last written (deltas are not)
-        self._response_of: dict[str, str] = {}
+        self._items = ItemTable()  # the conversation as known now, and as last written
+        self._forgotten: tuple[int, int] | None = None  # positions: first and last forgotten
+        self._response_of: dict[str, str] = {}  # of output items not recorded yet
         self._early_transcripts: dict[_Key, str] = {}
         self._audio: dict[str, dict[int, bytearray]] = {}
         self._agent: str | None = None
         self._approvals: dict[str, dict[str, Any]] = {}
         self._outputs: dict[str, Any] = {}
-        self._sdk_output_calls: set[str] = set()
+        self._sdk_output_calls: dict[str, None] = {}
         self._usage = UsageTotals()
         self._handlers: dict[type, Callable[[Any], list[StoreOp]]] = {
             se.ConversationItemAdded: self._on_item_event,
@@ -122,27 +140,36 @@ class ConversationRecorder:
 
     @classmethod
     def from_snapshot(
-        cls, snapshot: SessionSnapshot, *, audio: AudioPolicy | None = None
+        cls,
+        snapshot: SessionSnapshot,
+        *,
+        audio: AudioPolicy | None = None,
+        max_items: int | None = None,
     ) -> ConversationRecorder:
         """A recorder that goes on from ``snapshot`` (a resumed conversation)."""
-        recorder = cls(snapshot.conversation_id, snapshot.created_at, audio=audio)
+        recorder = cls(
+            snapshot.conversation_id, snapshot.created_at, audio=audio, max_items=max_items
+        )
         for item in snapshot.items:
             recorder._order.append(item.id)
-            recorder._items[item.id] = recorder._written[item.id] = item
-            if item.response_id is not None:
-                recorder._response_of[item.id] = item.response_id
-            if item.origin == "sdk" and item.call_id is not None:
-                recorder._sdk_output_calls.add(item.call_id)
+            recorder._items.set(item)
+            recorder._items.written(item)
+            recorder._items.pack_old()  # all written: nothing to write
+        recorder._settle()  # written too: forgetting writes nothing
         recorder._agent = snapshot.agent
         recorder._approvals = dict(snapshot.approvals)
         recorder._outputs = dict(snapshot.outputs)
-        recorder._sdk_output_calls |= set(snapshot.outputs)
+        recorder._sdk_output_calls = dict.fromkeys(snapshot.outputs)
         recorder._usage = snapshot.usage
         return recorder
 
     @property
     def conversation_id(self) -> str:
         return self._conversation_id
+
+    def holds(self, item_id: str) -> bool:
+        """Whether the item is recorded and held here (not deleted, not forgotten)."""
+        return item_id in self._items
 
     def snapshot(self, updated_at: datetime) -> SessionSnapshot:
         """Everything recorded so far, as one snapshot (what ``session.snapshot()`` returns)."""
@@ -151,7 +178,7 @@ class ConversationRecorder:
             created_at=self._created_at,
             updated_at=updated_at,
             agent=self._agent,
-            items=tuple(self._items[item_id] for item_id in self._order),
+            items=self._items.in_order(self._order),
             approvals=dict(self._approvals),
             outputs=dict(self._outputs),
             usage=self._usage,
@@ -162,7 +189,27 @@ class ConversationRecorder:
     def receive(self, event: se.ReceivedEvent) -> list[StoreOp]:
         """The store operations one server event calls for (often none)."""
         handler = self._handlers.get(type(event))
-        return handler(event) if handler is not None else []
+        if handler is None:
+            return []
+        ops = handler(event)
+        return ops + self._settle() if ops else ops
+
+    def _settle(self) -> list[StoreOp]:
+        """Pack the items touched least recently, forget the first ones past ``max_items``;
+        changes of theirs not written yet are written first."""
+        ops: list[StoreOp] = [PutItem(item=item) for item in self._items.pack_old()]
+        while self._max_items is not None and len(self._order) > self._max_items:
+            ops += self._forget_first()
+        return ops
+
+    def _forget_first(self) -> list[StoreOp]:
+        item_id = self._order.pop(0)
+        position = self._items.peek(item_id).position
+        unwritten = self._items.pop(item_id)
+        self._audio.pop(item_id, None)
+        first, last = self._forgotten or (position, position)
+        self._forgotten = (min(first, position), max(last, position))
+        return [PutItem(item=unwritten)] if unwritten is not None else []
 
     def set_agent(self, name: str | None) -> list[StoreOp]:
         """The session switched to the agent ``name`` (a handoff, ``update_agent``)."""
@@ -193,7 +240,7 @@ class ConversationRecorder:
         which is about to be sent. It stays stored until the server confirms the output item,
         so a resumed session delivers it without running the tool again."""
         self._outputs[call_id] = output
-        self._sdk_output_calls.add(call_id)
+        _remember(self._sdk_output_calls, call_id, None)
         return [PutOutput(call_id=call_id, output=output)]
 
     def record_item(
@@ -212,7 +259,7 @@ class ConversationRecorder:
             self._order.append(item_id)
             ops, position = self._position_at(len(self._order) - 1)
         else:
-            ops, position = [], self._items[item_id].position
+            ops, position = [], self._items.peek(item_id).position
         stored = StoredItem(
             id=item_id,
             position=position,
@@ -257,17 +304,19 @@ class ConversationRecorder:
         item = event.item
         if item.id is None:
             return []
-        self._response_of[item.id] = event.response_id
         if item.id not in self._items:
-            return []  # conversation.item.added will bring it
-        return self._update(item.id, wire=self._wire(item, _raw_item(event)))
+            # conversation.item.added will bring it
+            _remember(self._response_of, item.id, event.response_id)
+            return []
+        wire = self._wire(item, _raw_item(event))
+        return self._update(item.id, wire=wire, response_id=event.response_id)
 
     def _on_item_deleted(self, event: se.ConversationItemDeleted) -> list[StoreOp]:
         item_id = event.item_id
         self._audio.pop(item_id, None)
-        self._written.pop(item_id, None)
-        if self._items.pop(item_id, None) is None:
+        if item_id not in self._items:
             return []
+        self._items.pop(item_id)
         self._order.remove(item_id)
         return [DeleteItem(item_id=item_id)]
 
@@ -301,7 +350,7 @@ class ConversationRecorder:
             return []
         stored = self._items.get(event.item_id)
         if stored is None:
-            self._early_transcripts[(event.item_id, event.content_index)] = text
+            _remember(self._early_transcripts, (event.item_id, event.content_index), text)
             return []
         if event.content_index in stored.truncated_ms:
             return []  # the server removed the transcript of truncated audio
@@ -320,7 +369,7 @@ class ConversationRecorder:
         if stored is None or not event.delta or index in stored.truncated_ms:
             return []
         transcripts = {**stored.transcripts, index: stored.transcripts.get(index, "") + event.delta}
-        self._items[event.item_id] = msgspec.structs.replace(stored, transcripts=transcripts)
+        self._items.set(msgspec.structs.replace(stored, transcripts=transcripts))
         return []
 
     def _on_audio_delta(self, event: se.ResponseOutputAudioDelta) -> list[StoreOp]:
@@ -345,10 +394,9 @@ class ConversationRecorder:
             raws = [None] * len(output)
         for item, raw_item in zip(output, raws, strict=True):
             if item.id is not None and item.id in self._items:
-                if event.response.id is not None:
-                    self._response_of[item.id] = event.response.id
                 fallback = raw_item if isinstance(raw_item, dict) else msgspec.to_builtins(item)
-                ops += self._update(item.id, wire=self._wire(item, fallback))
+                wire = self._wire(item, fallback)
+                ops += self._update(item.id, wire=wire, response_id=event.response.id)
         return ops
 
     # --- helpers ----------------------------------------------------------------------------------
@@ -384,14 +432,24 @@ class ConversationRecorder:
             response_id=self._response_of.get(item_id),
             origin=self._origin(item),
         )
-        return ops + self._put(stored, force=True)
+        self._response_of.pop(item_id, None)
+        if isinstance(item, FunctionCallOutputItem):
+            self._sdk_output_calls.pop(item.call_id, None)
+        ops += self._put(stored, force=True)
+        if index == 0 and self._forgotten is not None:
+            ops += self._forget_first()  # before forgotten items: it goes with them
+        return ops
 
     def _position_at(self, index: int) -> tuple[list[StoreOp], int]:
         """The position for the item just inserted at ``index`` of the order (and the moves
         that make room for it, if its neighbours are adjacent integers)."""
-        before = self._items[self._order[index - 1]].position if index > 0 else None
+        before = self._items.peek(self._order[index - 1]).position if index > 0 else None
         after_id = self._order[index + 1] if index + 1 < len(self._order) else None
-        after = self._items[after_id].position if after_id is not None else None
+        after = self._items.peek(after_id).position if after_id is not None else None
+        if index == 0 and self._forgotten is not None:
+            # First of the whole conversation: before the forgotten items too (and forgotten
+            # at once, like them: _insert).
+            return [], self._forgotten[0] - POSITION_GAP
         if before is None and after is None:
             return [], 0
         if after is None:
@@ -401,16 +459,14 @@ class ConversationRecorder:
             return [], after - POSITION_GAP
         if after - before >= 2:
             return [], (before + after) // 2
+        # Renumbered after the forgotten items, which the store keeps where they are.
+        base = self._forgotten[1] + POSITION_GAP if self._forgotten is not None else 0
         positions: dict[str, int] = {}
         for rank, item_id in enumerate(self._order):
             if item_id in self._items:
-                positions[item_id] = rank * POSITION_GAP
-                for table in (self._items, self._written):
-                    if item_id in table:
-                        table[item_id] = msgspec.structs.replace(
-                            table[item_id], position=rank * POSITION_GAP
-                        )
-        return [MoveItems(positions=positions)], index * POSITION_GAP
+                positions[item_id] = base + rank * POSITION_GAP
+                self._items.move(item_id, base + rank * POSITION_GAP)
+        return [MoveItems(positions=positions)], base + index * POSITION_GAP
 
     def _origin(self, item: Item) -> Origin:
         if item.id in self._response_of:
@@ -419,9 +475,12 @@ class ConversationRecorder:
             return "sdk"
         return "caller"
 
-    def _update(self, item_id: str, *, wire: dict[str, Any] | None = None) -> list[StoreOp]:
-        stored = self._items[item_id]
-        response_id = self._response_of.get(item_id, stored.response_id)
+    def _update(
+        self, item_id: str, *, wire: dict[str, Any] | None = None, response_id: str | None = None
+    ) -> list[StoreOp]:
+        stored = self._items.get(item_id)
+        assert stored is not None
+        response_id = response_id if response_id is not None else stored.response_id
         return self._put(
             msgspec.structs.replace(
                 stored,
@@ -437,10 +496,9 @@ class ConversationRecorder:
         if collected:
             audio = {**stored.audio, **{index: bytes(pcm) for index, pcm in collected.items()}}
             stored = msgspec.structs.replace(stored, audio=audio)
-        self._items[stored.id] = stored
-        if not force and self._written.get(stored.id) == stored:
+        self._items.set(stored)
+        if not self._items.written(stored) and not force:
             return []
-        self._written[stored.id] = stored
         return [PutItem(item=stored)]
 
     def _wire(self, item: Item, raw: dict[str, Any]) -> dict[str, Any]:
@@ -481,3 +539,11 @@ def _raw_item(event: Any) -> dict[str, Any]:
         return item
     built: dict[str, Any] = msgspec.to_builtins(event.item)
     return built
+
+
+def _remember(table: dict[Any, Any], key: Any, value: Any) -> None:
+    """``table[key] = value``, keeping the :data:`_PENDING_KEPT` most recent keys."""
+    table.pop(key, None)
+    table[key] = value
+    if len(table) > _PENDING_KEPT:
+        del table[next(iter(table))]

@@ -21,7 +21,7 @@ The rules (openai-agents' run-item lifecycle notes, applied to the Realtime prot
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 import msgspec
 from msgspec import Struct
@@ -34,6 +34,11 @@ __all__ = ["Replay", "conversation_state", "orphaned_call_ids", "replay_items", 
 
 _CALL: Final = "function_call"
 _OUTPUT: Final = "function_call_output"
+# Each item type by its ``type`` tag: converting a wire dict to the one type it names is ~25x
+# quicker with msgspec than converting it to the ``Item`` union (which reads the same tag).
+_ITEM_TYPES: Final[dict[str, type[Any]]] = {
+    kind.__struct_config__.tag: kind for kind in get_args(Item)
+}
 
 
 class Replay(Struct, frozen=True, kw_only=True):
@@ -54,7 +59,9 @@ def wire_item(stored: StoredItem) -> Item:
             if 0 <= index < len(content) and isinstance(content[index], dict):
                 content[index] = {**content[index], "audio": pcm}
         wire = {**wire, "content": content}
-    item: Item = msgspec.convert(wire, Item)
+    tag = wire.get("type")
+    kind = _ITEM_TYPES.get(tag) if isinstance(tag, str) else None
+    item: Item = msgspec.convert(wire, Item if kind is None else kind)
     return item
 
 

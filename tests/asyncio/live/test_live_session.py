@@ -228,14 +228,14 @@ def test_what_does_not_carry_over_is_refused() -> None:
         LiveSession(WEATHER_AGENT, delegation="client")
     with pytest.raises(ConfigurationError, match="takes no backend"):
         LiveSession(WEATHER_AGENT, backend=backend)
-    with pytest.raises(ConfigurationError, match="expected 'responses' or 'client'"):
-        LiveSession(WEATHER_AGENT, delegation="decisions")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="needs decisions=LiveDecisions"):
+        LiveSession(WEATHER_AGENT, delegation="decisions")
 
     async def body() -> None:
         triage = RealtimeAgent(name="Triage", handoffs=[WEATHER_AGENT])
         async with local_server() as url:
             with pytest.raises(ConfigurationError, match="handoffs do not carry over"):
-                await LiveSession(triage, url=url).connect()
+                await LiveSession(triage, url=url, delegation="client", backend=backend).connect()
             with pytest.raises(ConfigurationError, match="tools are run for the Responses"):
                 await LiveSession(
                     WEATHER_AGENT, url=url, delegation="client", backend=backend

@@ -7,9 +7,10 @@
   :class:`~voxwire.audio.AudioOutput` (or a speaker holding one as ``.output``:
   ``MemoryOutput``, ``WavFileOutput``, ``SoundDeviceOutput``) is used as it is
   (:class:`AudioOutputPath`), so its prebuffer, fade, output latency and underrun counts apply.
-* :class:`AudioOutputFeed` takes the server events that carry assistant audio and feeds that
-  path (G.711 decode, resampling, clock push), in the format the server says it sends
-  (:func:`output_format`).
+* :class:`AudioOutputFeed` feeds that path (G.711 decode, resampling, clock push) in the format
+  the server says it sends (:func:`output_format`): protocol-neutral ``feed`` / ``end`` /
+  ``interrupt`` / ``heard_samples`` per segment, used by ``LiveSession``, and Realtime's audio
+  events turned into those calls, used by ``RealtimeSession``.
 * :class:`PlaybackMonitor` is the one watcher of the clock. A
   :class:`~voxwire.audio.PlaybackClock` has no callback — the audio device pops its ring from
   its own thread — so while anyone waits for what the listener hears (the first sample of a
@@ -258,11 +259,18 @@ def _left(playback: ItemPlayback | None) -> int:
 
 
 class AudioOutputFeed:
-    """Assistant audio events into the output path (a server-event consumer of the session).
+    """Assistant audio into the output path, for either session.
 
-    ``session()`` gives the server's session configuration (the output format);
-    ``pushed(response_id, key)`` is told when audio of a response went into the clock (for
-    metrics); ``emit`` reports a ring that refused samples, once per content part."""
+    The protocol-neutral entry points: :meth:`feed` one delta of an assistant segment
+    (``item_id``, ``content_index``: a Realtime content part; Live names its own segments),
+    :meth:`end` a segment, :meth:`interrupt` (drop what is unheard, returns what each segment
+    had been heard), :meth:`heard_samples` of a segment. ``on_server_event`` turns Realtime's
+    audio events into those calls (a server-event consumer of ``RealtimeSession``).
+
+    ``session()`` gives the server's session configuration (the output format; ``None``: PCM16
+    at 24 kHz); ``pushed(response_id, key)`` is told when audio of a Realtime response went
+    into the clock (for metrics); ``emit`` reports a ring that refused samples, once per
+    segment."""
 
     server_event_types: Final = frozenset(
         {se.ResponseOutputAudioDelta, se.ResponseOutputAudioDone, se.ResponseDone}
@@ -285,20 +293,54 @@ class AudioOutputFeed:
         self._format_of: SessionConfig | None = None
         self._format = output_format(None)
 
+    # --- protocol-neutral -----------------------------------------------------------------------
+
+    def feed(self, item_id: str, pcm: bytes, content_index: int = 0) -> int:
+        """Queue one delta of the segment, in the session's output format; returns the samples
+        the ring refused (reported once per segment as an ``error`` event)."""
+        session = self._session()
+        if session is not self._format_of:
+            self._format_of, self._format = session, output_format(session)
+        format_type, rate_hz = self._format
+        key = (item_id, content_index)
+        refused = self.path.push(key, pcm, format_type, rate_hz)
+        if refused:
+            self._report_overflow(key, refused)
+        return refused
+
+    def end(self, item_id: str, content_index: int = 0) -> None:
+        """The segment is complete: its tail may play without waiting for more."""
+        key = (item_id, content_index)
+        self._report_overflow(key, self.path.end(key))
+
+    def interrupt(self) -> list[ItemPlayback]:
+        """Drop every unheard sample; what each cut segment had been heard."""
+        return self.path.interrupt()
+
+    def heard_samples(self, item_id: str, content_index: int = 0) -> int | None:
+        """Samples of the segment the listener has heard (``None``: the clock no longer holds
+        it — it played to its end and was dropped, or was never pushed)."""
+        playback = self.path.clock.played(item_id, content_index)
+        return None if playback is None else playback.played_samples
+
+    @property
+    def unheard_samples(self) -> int:
+        return self.path.unheard_samples
+
+    def forget_finished(self) -> None:
+        """Let the clock forget segments that played to their end."""
+        self.path.clock.drop_finished()
+
+    # --- Realtime's events ----------------------------------------------------------------------
+
     def on_server_event(self, event: se.ReceivedEvent) -> None:
         if isinstance(event, se.ResponseOutputAudioDelta):
-            session = self._session()
-            if session is not self._format_of:
-                self._format_of, self._format = session, output_format(session)
-            format_type, rate_hz = self._format
-            key = (event.item_id, event.content_index)
-            self._report_overflow(key, self.path.push(key, event.delta, format_type, rate_hz))
-            self._pushed(event.response_id, key)
+            self.feed(event.item_id, event.delta, event.content_index)
+            self._pushed(event.response_id, (event.item_id, event.content_index))
         elif isinstance(event, se.ResponseOutputAudioDone):
-            key = (event.item_id, event.content_index)
-            self._report_overflow(key, self.path.end(key))
+            self.end(event.item_id, event.content_index)
         elif isinstance(event, se.ResponseDone):
-            self.path.clock.drop_finished()
+            self.forget_finished()
 
     def _report_overflow(self, key: SegmentKey, refused_samples: int) -> None:
         if refused_samples and key not in self._overflow_reported:

@@ -136,9 +136,9 @@ def history_item(conversation: ConversationState, item_id: str) -> HistoryItem |
         return None
     outputs: dict[str, str] = {}
     if isinstance(item, wire.FunctionCallItem) and item.call_id is not None:
-        for other in conversation.items():
-            if isinstance(other, wire.FunctionCallOutputItem) and other.call_id == item.call_id:
-                outputs[other.call_id] = other.output
+        output = conversation.call_output(item.call_id)
+        if output is not None:
+            outputs[output.call_id] = output.output
     return _convert(conversation, item, outputs)
 
 

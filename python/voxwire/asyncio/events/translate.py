@@ -166,6 +166,7 @@ class EventTranslator:
             self._history_updated(out)
         else:
             self._announced.add(item_id)
+            self._keep_to_conversation()
             out.append(ev.HistoryAddedEvent(item=item))
 
     def _on_history_changed(self, event: se.ReceivedEvent, out: list[ev.SessionEvent]) -> None:
@@ -179,7 +180,18 @@ class EventTranslator:
         item = history_item(self._protocol.conversation, item_id)
         if item is not None:
             self._completed.add(item_id)
+            self._keep_to_conversation()
             out.append(ev.ConversationItemAddedEvent(item=item))
+
+    def _keep_to_conversation(self) -> None:
+        """Forget the ids of items no longer in the conversation (deleted, or forgotten for
+        ``max_history_items``): an event about them emits nothing (``history_item`` is
+        ``None``), so only members matter. Amortised: done when the sets doubled past it."""
+        conversation = self._protocol.conversation
+        limit = 2 * len(conversation) + 64
+        if len(self._announced) > limit or len(self._completed) > limit:
+            self._announced = {i for i in self._announced if i in conversation}
+            self._completed = {i for i in self._completed if i in conversation}
 
     def _on_item_deleted(
         self, event: se.ConversationItemDeleted, out: list[ev.SessionEvent]

@@ -2,6 +2,14 @@
 API (docs/live.md). The room sits beside the Realtime session's parts and reuses them: the tool
 machinery (``agents/``), the session events (``events/``), the background-task owner."""
 
+from voxwire.asyncio.live.decision_events import DecisionItemEvent, LiveDecisionEvent
+from voxwire.asyncio.live.decisions import (
+    DecisionHandler,
+    DecisionRefused,
+    DecisionRequest,
+    LiveDecisions,
+    SessionDecisions,
+)
 from voxwire.asyncio.live.delegation import (
     ClientBackend,
     DelegationAnswer,
@@ -24,12 +32,18 @@ from voxwire.asyncio.live.session import LiveSession
 
 __all__ = [
     "ClientBackend",
+    "DecisionHandler",
+    "DecisionItemEvent",
+    "DecisionRefused",
+    "DecisionRequest",
     "DelegationAnswer",
     "DelegationAnsweredEvent",
     "DelegationRequest",
     "DelegationStartedEvent",
     "DtmfSentEvent",
     "LiveAudioEvent",
+    "LiveDecisionEvent",
+    "LiveDecisions",
     "LiveEvent",
     "LiveGuardrailTrippedEvent",
     "LiveHistoryItem",
@@ -38,4 +52,5 @@ __all__ = [
     "LiveSession",
     "LiveTranscriptEvent",
     "LiveUsageEvent",
+    "SessionDecisions",
 ]

@@ -38,9 +38,12 @@ from voxwire.asyncio.connection.reconnect import ReconnectPolicy
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
 from voxwire.asyncio.events.queue import EventQueue
 from voxwire.asyncio.live.config import DelegationMode, start_config
+from voxwire.asyncio.live.decisions import SessionDecisions
 from voxwire.asyncio.live.events import LiveEvent, LiveHistoryItem, LiveReconnectedEvent
 from voxwire.asyncio.live.microphone import LiveMicrophone
+from voxwire.asyncio.live.playback import LivePlayback
 from voxwire.asyncio.live.recording import LiveRecording, history_of, initial_items
+from voxwire.asyncio.live.replies import Replies
 from voxwire.asyncio.live.spans import LiveSpans
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
@@ -70,6 +73,9 @@ class LiveConnecting:
     _events: EventQueue[LiveEvent]
     _tasks: OwnedTasks
     _output: AudioOutput | None
+    _playback: LivePlayback
+    replies: Replies
+    decisions: SessionDecisions
     _microphone: LiveMicrophone | None
     _recording: LiveRecording
     _resume_id: str | None
@@ -98,6 +104,7 @@ class LiveConnecting:
             delegation=delegation,
             backend_model=backend_model,
             backend_instructions=backend_instructions,
+            decisions=self.decisions.start_delegation(),
         )
         if self._reconnect is not None:
             config["store"] = True  # a fork needs the stored session
@@ -165,6 +172,7 @@ class LiveConnecting:
                 self.protocol.send_close()
                 await self.flush()
         await self._tasks.aclose()
+        await self._playback.aclose()
         if self._ws is not None:
             await self._ws.close()
             await self._recording.aclose()
@@ -174,6 +182,8 @@ class LiveConnecting:
         if self._ended:
             return
         self._ended = True
+        self.replies.close()
+        self._playback.end()  # the last utterance's metrics come before the close event
         self._spans.ended(event.reason, event.error)
         self._events.put(event)
         self._events.close()

@@ -22,6 +22,7 @@ from voxwire.agents.agent import ResolvedAgent
 from voxwire.agents.batch import CallOutcome
 from voxwire.asyncio.agents.tool_execution import CallExecutor
 from voxwire.asyncio.live.events import DelegationAnsweredEvent
+from voxwire.asyncio.live.handoffs import LiveHandoffs
 from voxwire.live import Delegation, LiveProtocol
 
 __all__ = ["ClientBackend", "ClientWork", "DelegationAnswer", "DelegationRequest", "ResponsesWork"]
@@ -92,6 +93,7 @@ class ResponsesWork:
         self._started: set[str] = set()
         self._outputs: dict[str, dict[str, str]] = {}
         self.calls = 0
+        self.handoffs: LiveHandoffs | None = None  # transfer tools (asyncio/live/handoffs.py)
 
     def check(self, delegation: Delegation) -> None:
         """Start the calls of ``delegation`` not started yet."""
@@ -105,7 +107,7 @@ class ResponsesWork:
             )
 
     async def _run(self, delegation: Delegation, call_id: str, name: str, arguments: str) -> None:
-        tool = self._agent.tools.get(name)
+        tool, handoff = self._agent.tools.get(name), self._agent.handoffs.get(name)
         if not await self._host.may_run():
             outcome = CallOutcome(
                 call_id=call_id,
@@ -114,6 +116,9 @@ class ResponsesWork:
                 output=self._host.refused_output(),
                 is_error=True,
             )
+        elif handoff is not None and self.handoffs is not None:
+            outcome, resolved = await self.handoffs.hand_off(call_id, handoff, self._agent)
+            self._agent = resolved or self._agent
         elif tool is None:
             outcome = CallOutcome(
                 call_id=call_id,

@@ -7,6 +7,8 @@ are used: :class:`~voxwire.asyncio.events.ToolStartEvent` /
 :class:`~voxwire.asyncio.events.ErrorEvent`, :class:`~voxwire.asyncio.events.CloseEvent`.
 Live has no items or responses, so audio and transcripts have their own events, placed on the
 session timeline (``start_ms``/``end_ms``: milliseconds since the session started).
+:class:`~voxwire.asyncio.events.MetricsCollectedEvent` carries the same records as Realtime's
+(each utterance of the model is reported as a response).
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ from voxwire.asyncio.events import (
     CloseEvent,
     DtmfEvent,
     ErrorEvent,
+    MetricsCollectedEvent,
     ReconnectingEvent,
     ToolApprovalRequestedEvent,
     ToolEndEvent,
     ToolStartEvent,
 )
+from voxwire.asyncio.live.decision_events import DecisionItemEvent, LiveDecisionEvent
+from voxwire.asyncio.observability.records import SessionMetrics
 
 __all__ = [
     "DelegationAnsweredEvent",
@@ -134,27 +139,39 @@ class DtmfSentEvent:
 @dataclass(frozen=True, slots=True)
 class LiveHistoryItem:
     """One stretch of the conversation: what the user said, or what the listener heard of the
-    assistant (never what was generated but not heard)."""
+    assistant (never what was generated but not heard). ``truncated_at_ms``: the assistant's
+    audio was cut there (session timeline) — the user spoke over it, or a guardrail tripped —
+    and ``text`` ends with the last word heard (as a Realtime item is truncated where the
+    listener stopped hearing it)."""
 
     role: Literal["user", "assistant"]
     text: str
     start_ms: int
     end_ms: int
+    truncated_at_ms: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class LiveMetrics:
-    """The session's figures so far."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LiveMetrics(SessionMetrics):
+    """The session's figures so far: the totals a ``RealtimeSession`` reports (responses —
+    here the model's utterances —, interruptions, ``first_audio_to_first_played``,
+    ``underruns``, ``dropped_audio_ms``, …; see
+    :class:`~voxwire.asyncio.observability.metrics.SessionMetrics`) and Live's own."""
 
     usage_seconds: float = 0.0
     context_usage_ratio: float | None = None
     audio_received_ms: int = 0
+    """The model's audio received (its length)."""
     audio_heard_ms: int = 0
+    """Of that, what the listener heard (with an audio output; without one, all of it)."""
     delegations: int = 0
     tool_calls: int = 0
     first_audio_after_speech_ms: tuple[int, ...] = ()
     """Per user turn: from the end of the user's speech (its last transcript's ``end_ms``) to
     the first audio of the answer (``start_ms``), on the session timeline."""
+    spoken_over_ms: int = 0
+    """Audio the listener heard after the user had started speaking over it (session
+    timeline), summed over the interruptions."""
 
 
 LiveEvent: TypeAlias = (
@@ -162,6 +179,8 @@ LiveEvent: TypeAlias = (
     | LiveTranscriptEvent
     | DelegationStartedEvent
     | DelegationAnsweredEvent
+    | LiveDecisionEvent
+    | DecisionItemEvent
     | LiveGuardrailTrippedEvent
     | LiveUsageEvent
     | LiveReconnectedEvent
@@ -171,6 +190,7 @@ LiveEvent: TypeAlias = (
     | ToolApprovalRequestedEvent
     | DtmfEvent
     | DtmfSentEvent
+    | MetricsCollectedEvent
     | ErrorEvent
     | CloseEvent
 )

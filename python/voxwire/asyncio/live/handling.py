@@ -25,16 +25,15 @@ from voxwire.asyncio.live.events import (
     DelegationStartedEvent,
     LiveGuardrailTrippedEvent,
     LiveHistoryItem,
-    LiveMetrics,
     LiveTranscriptEvent,
     LiveUsageEvent,
 )
 from voxwire.asyncio.live.guarding import LiveInputGuard
+from voxwire.asyncio.live.playback import LivePlayback
 from voxwire.asyncio.live.recording import LiveRecording
+from voxwire.asyncio.live.replies import Replies
 from voxwire.asyncio.live.spans import LiveSpans
-from voxwire.asyncio.live.transcripts import HeardClock, TranscriptRelease
 from voxwire.asyncio.supervisor import OwnedTasks
-from voxwire.audio import AudioOutput
 from voxwire.live import LiveProtocol
 from voxwire.live import server_events as se
 from voxwire.protocol.server_events import ProtocolErrorEvent
@@ -57,15 +56,13 @@ class LiveHandling:
     # Set up by LiveSession.
     agent: RealtimeAgent
     protocol: LiveProtocol
-    _output: AudioOutput | None
     _tasks: OwnedTasks
     _responses: ResponsesWork | None
     _client: ClientWork | None
-    _clock: HeardClock
-    _release: TranscriptRelease
+    _playback: LivePlayback
+    replies: Replies
     _history: list[LiveHistoryItem]
-    _metrics: LiveMetrics
-    _user_end_ms: int | None
+    _usage: tuple[float, float | None]  # seconds, context usage ratio
     _delegations_started: int
     _recording: LiveRecording
     _restored: int  # history items of a resumed conversation (never merged into)
@@ -90,10 +87,7 @@ class LiveHandling:
             return
         self._spoken += event.delta
         self._check_guardrails()
-        if self._output is None:
-            self._heard(event.delta, event.start_ms, event.end_ms)
-        else:
-            self._release.hold(event.delta, event.start_ms, event.end_ms)
+        self._playback.assistant_words(event)
 
     def _on_user_words(self, event: se.InputTranscriptDelta) -> None:
         new_turn = not self._history or self._history[-1].role != "user"
@@ -102,7 +96,7 @@ class LiveHandling:
         if not self._guard.tripped:  # a tripped turn stays silenced while the user goes on
             self._silenced = False
         self._spoken, self._checked = "", 0
-        self._user_end_ms = event.end_ms
+        self._playback.user_speech(event)
         self._remember("user", event.delta, event.start_ms, event.end_ms)
         self.emit(
             LiveTranscriptEvent(
@@ -144,12 +138,11 @@ class LiveHandling:
 
     def _on_usage(self, event: se.SessionUsageUpdated) -> None:
         ratio = event.context_window.usage_ratio if event.context_window else None
-        self._metrics = dataclasses.replace(
-            self._metrics, usage_seconds=event.usage.seconds, context_usage_ratio=ratio
-        )
+        self._usage = (event.usage.seconds, ratio)
         self.emit(LiveUsageEvent(seconds=event.usage.seconds, context_usage_ratio=ratio))
 
     def _on_error(self, event: se.LiveErrorEvent) -> None:
+        self.replies.on_error(event)
         self.emit(
             ev.ErrorEvent(
                 message=event.error.message,
@@ -164,7 +157,7 @@ class LiveHandling:
         self.emit(ev.ErrorEvent(message=event.message, source="protocol"))
 
     def _on_closed(self, event: se.SessionClosed) -> None:
-        self._metrics = dataclasses.replace(self._metrics, usage_seconds=event.usage.seconds)
+        self._usage = (event.usage.seconds, self._usage[1])
 
     # --- heard transcripts, history, guardrails ------------------------------------------------
 
@@ -179,11 +172,20 @@ class LiveHandling:
         self, role: Literal["user", "assistant"], delta: str, start_ms: int, end_ms: int
     ) -> None:
         last = self._history[-1] if len(self._history) > self._restored else None
-        if last is not None and last.role == role:
+        if last is not None and last.role == role and last.truncated_at_ms is None:
             self._history[-1] = LiveHistoryItem(role, last.text + delta, last.start_ms, end_ms)
         else:
             self._history.append(LiveHistoryItem(role, delta, start_ms, end_ms))
         self._recording.said(len(self._history) - 1, self._history[-1])
+
+    def _truncated(self, at_ms: int) -> None:
+        """The assistant's audio was cut at ``at_ms``: its history item (if any of it was
+        heard) ends there, and what the model says next starts a new one."""
+        index = len(self._history) - 1
+        last = self._history[-1] if index >= self._restored else None
+        if last is not None and last.role == "assistant" and last.truncated_at_ms is None:
+            self._history[-1] = dataclasses.replace(last, truncated_at_ms=at_ms)
+            self._recording.said(index, self._history[-1])
 
     def _check_guardrails(self) -> None:
         guardrails = self.agent.output_guardrails
@@ -235,10 +237,7 @@ class LiveHandling:
     def _silence(self) -> None:
         """Drop what the model says until the user speaks again (a guardrail tripped)."""
         self._silenced = True
-        if self._output is not None:
-            self._output.interrupt()
-        self._clock.dropped()
-        self._release.drop()
+        self._playback.cut()
 
 
 #: Server event class -> the session's method for it (by name: ``_on_audio`` is
@@ -254,4 +253,8 @@ _HANDLERS: Final[dict[type, str]] = {
     ProtocolErrorEvent: "_on_protocol_error",
     se.SessionClosed: "_on_closed",
     se.CommentaryAppended: "_on_commentary",
+    se.SessionUpdated: "_on_session_updated",
+    se.DecisionEvent: "_on_decision",
+    se.DecisionItemCreated: "_on_decision",
+    se.DecisionItemDeleted: "_on_decision",
 }

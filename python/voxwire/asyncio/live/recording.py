@@ -54,6 +54,7 @@ class _Options:
     store_audio: None = None  # a Live session records no audio
     close_timeout_s: float = 5.0
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S
+    max_history_items: None = None  # the Live session's history is not bounded
 
 
 class LiveRecording:

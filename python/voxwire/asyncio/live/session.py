@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -42,10 +41,12 @@ from voxwire.agents.input_guardrail import DEFAULT_REFUSAL
 from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio.agents.tool_execution import Approvals, CallExecutor
 from voxwire.asyncio.audio.microphone import AudioSource
+from voxwire.asyncio.audio.playback import HasAudioOutput
 from voxwire.asyncio.connection.reconnect import ReconnectPolicy, SessionReconnecting
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.events.queue import EventQueue, QueueClosed
 from voxwire.asyncio.live.config import DelegationMode
+from voxwire.asyncio.live.decisions import LiveDecisions, SessionDecisions, check_delegation_mode
 from voxwire.asyncio.live.delegation import (
     ClientBackend,
     ClientWork,
@@ -60,11 +61,13 @@ from voxwire.asyncio.live.events import (
 )
 from voxwire.asyncio.live.guarding import LiveInputGuard, Refusal
 from voxwire.asyncio.live.handling import LiveHandling
+from voxwire.asyncio.live.handoffs import LiveHandoffs
 from voxwire.asyncio.live.microphone import LiveMicrophone
+from voxwire.asyncio.live.playback import LivePlayback, live_output
 from voxwire.asyncio.live.recording import LiveRecording
+from voxwire.asyncio.live.replies import Replies
 from voxwire.asyncio.live.sideband import LiveSideband, check_attach_options
 from voxwire.asyncio.live.spans import LiveSpans
-from voxwire.asyncio.live.transcripts import HeardClock, TranscriptRelease
 from voxwire.asyncio.observability.tracing import SessionTracer
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
@@ -80,7 +83,6 @@ if TYPE_CHECKING:
 __all__ = ["LiveSession"]
 
 DEFAULT_URL: Final = "wss://api.openai.com/v1/live/sessions"
-_BYTES_PER_MS: Final = 48  # PCM16 at 24 kHz, the Live WebSocket default this session uses
 
 
 class LiveSession(LiveSideband, LiveHandling):
@@ -97,7 +99,8 @@ class LiveSession(LiveSideband, LiveHandling):
         backend_model: str = "gpt-5.5",
         backend_instructions: str | None = None,
         backend: ClientBackend | None = None,
-        audio_output: AudioOutput | None = None,
+        decisions: LiveDecisions | None = None,
+        audio_output: AudioOutput | HasAudioOutput | None = None,
         audio_input: AudioSource | None = None,
         context: Any = None,
         tool_error_formatter: ToolErrorFormatter | None = None,
@@ -110,12 +113,12 @@ class LiveSession(LiveSideband, LiveHandling):
         tracer_provider: TracerProvider | None = None,
         tracing_disabled: bool = False,
     ) -> None:
-        _check_options(delegation, backend, audio_output, reconnect)
+        _check_options(delegation, backend, decisions, reconnect)
         self.agent = agent
         self._connection_parts(url, api_key, start_timeout_s, reconnect)
         self._options = (model, delegation, backend_model, backend_instructions)
         self._backend = backend
-        self._output = audio_output
+        self._output = live_output(audio_output)
         self._microphone = LiveMicrophone(audio_input, self) if audio_input is not None else None
         self._context = context
         self._formatter = tool_error_formatter
@@ -123,23 +126,23 @@ class LiveSession(LiveSideband, LiveHandling):
         self._events: EventQueue[LiveEvent] = EventQueue(max_events, droppable=_droppable)
         self._tasks = OwnedTasks(self._task_failed)
         self._approvals = Approvals()
-        tracer = SessionTracer(
-            disabled=tracing_disabled, tracer_provider=tracer_provider, kind="live"
+        self._spans = LiveSpans(
+            SessionTracer(disabled=tracing_disabled, tracer_provider=tracer_provider, kind="live")
         )
-        self._spans = LiveSpans(tracer)
         self._guard = LiveInputGuard(self, self._tasks, agent, input_guardrail_refusal)
         self._refusal_id: str | None = None
+        self.replies = Replies()  # answers to commands, by event id
+        self.decisions = SessionDecisions(self, decisions, context)  # docs/live.md, Decisions
         self._responses: ResponsesWork | None = None
         self._client: ClientWork | None = None
-        self._clock = HeardClock()
-        self._release = TranscriptRelease()
         self._history: list[LiveHistoryItem] = []
         self._recording = LiveRecording(store, conversation_id, self.emit)
         self._resume_id: str | None = None  # LiveSession.resume: the stored conversation
         self._restored = 0  # history items restored from it
-        self._metrics = LiveMetrics()
-        self._latencies: list[int] = []
-        self._user_end_ms: int | None = None
+        self._playback = LivePlayback(
+            self._output, emit=self.emit, heard=self._heard, truncated=self._truncated
+        )
+        self._usage: tuple[float, float | None] = (0.0, None)  # seconds, context usage ratio
         self._delegations_started = 0  # over every connection (a fork's core starts empty)
         self._spoken = ""  # the assistant's words of this turn, as generated (for guardrails)
         self._checked = 0
@@ -184,6 +187,15 @@ class LiveSession(LiveSideband, LiveHandling):
             context=self._context,
         )
         self._responses = ResponsesWork(self, resolved, executor)
+        self._responses.handoffs = LiveHandoffs(self, resolved.agent.voice)
+
+    def _on_session_updated(self, event: se.SessionUpdated) -> None:
+        self.replies.settle(event.client_event_id, event)
+
+    def _on_decision(
+        self, event: se.DecisionEvent | se.DecisionItemCreated | se.DecisionItemDeleted
+    ) -> None:
+        self.decisions.on_event(event)
 
     # --- the application's side -----------------------------------------------------------------
 
@@ -290,14 +302,13 @@ class LiveSession(LiveSideband, LiveHandling):
 
     @property
     def metrics(self) -> LiveMetrics:
-        return LiveMetrics(
-            usage_seconds=self._metrics.usage_seconds,
-            context_usage_ratio=self._metrics.context_usage_ratio,
-            audio_received_ms=self._metrics.audio_received_ms,
-            audio_heard_ms=self._heard_ms(),
+        """The totals a ``RealtimeSession`` reports (each utterance of the model counts as a
+        response) and Live's own figures (see :class:`LiveMetrics`)."""
+        return self._playback.metrics(
+            usage_seconds=self._usage[0],
+            context_usage_ratio=self._usage[1],
             delegations=self._delegations_started,
             tool_calls=self._responses.calls if self._responses is not None else 0,
-            first_audio_after_speech_ms=tuple(self._latencies),
         )
 
     def _require_open(self) -> None:
@@ -357,55 +368,24 @@ class LiveSession(LiveSideband, LiveHandling):
     # --- the audio path -------------------------------------------------------------------------
 
     def _on_audio(self, event: se.OutputAudioDelta) -> None:
-        if self._silenced:
-            return
-        start = event.start_ms if event.start_ms is not None else self._heard_ms()
-        end = (
-            event.end_ms if event.end_ms is not None else start + len(event.delta) // _BYTES_PER_MS
-        )
-        self._metrics = _with(
-            self._metrics, audio_received_ms=self._metrics.audio_received_ms + end - start
-        )
-        if self._user_end_ms is not None:
-            self._latencies.append(max(0, start - self._user_end_ms))
-            self._user_end_ms = None
-        if self._output is None:
-            self.emit(LiveAudioEvent(pcm=event.delta, start_ms=event.start_ms, end_ms=event.end_ms))
-            return
-        before = self._output.ring.pushed_samples
-        self._output.push("live", 0, event.delta)
-        self._clock.pushed(before, self._output.ring.pushed_samples, start, end)
+        if not self._silenced:
+            self._playback.audio(event)
 
     def _timeline_restarted(self) -> None:
         """A fork is a new session with its own timeline: what is queued will not be heard."""
-        if self._output is not None:
-            self._output.interrupt()
-        self._clock = HeardClock()
-        self._release.drop()
-        self._user_end_ms = None
-
-    def _heard_ms(self) -> int:
-        if self._output is None:
-            return self._metrics.audio_received_ms
-        return self._clock.heard_ms(self._output.ring.heard_samples)
+        self._playback.timeline_restarted()
 
     def _release_heard(self) -> None:
-        if self._output is None or not len(self._release):
-            return
-        for held in self._release.due(self._heard_ms()):
-            self._heard(held.delta, held.start_ms, held.end_ms)
+        self._playback.release()
 
 
 def _check_options(
     delegation: str,
     backend: ClientBackend | None,
-    audio_output: AudioOutput | None,
+    decisions: LiveDecisions | None,
     reconnect: ReconnectPolicy | None,
 ) -> None:
-    if delegation not in ("responses", "client"):
-        raise ConfigurationError(
-            f"delegation={delegation!r} is invalid: expected 'responses' or 'client'"
-        )
+    check_delegation_mode(delegation, decisions)
     if (delegation == "client") != (backend is not None):
         raise ConfigurationError(
             "delegation='client' needs backend= (an async function answering each "
@@ -416,14 +396,8 @@ def _check_options(
             "ReconnectPolicy(restore_history=False) does not apply to a Live session: a "
             "fork always carries the stored conversation; leave restore_history at True"
         )
-    if audio_output is not None and audio_output.device_rate_hz != 24_000:
-        raise ConfigurationError("a Live session's audio output runs at 24000 Hz")
 
 
 def _droppable(event: LiveEvent) -> bool:
     """Superseded by what follows: audio (it went to no output) and usage figures."""
     return isinstance(event, LiveAudioEvent | LiveUsageEvent)
-
-
-def _with(metrics: LiveMetrics, **changes: Any) -> LiveMetrics:
-    return dataclasses.replace(metrics, **changes)

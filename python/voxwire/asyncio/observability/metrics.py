@@ -11,6 +11,11 @@ Two parts:
   :class:`~voxwire.asyncio.audio.playback.PlaybackMonitor` to report when a response's first audio
   started playing (a clock has no callback: the monitor polls it in that window only).
 
+Realtime's wire events go through protocol-neutral steps (``turn_ended``, ``response_started``,
+``audio_received``, ``response_finished``) that a ``LiveSession`` calls directly, each of the
+model's utterances counting as a response (asyncio/live/playback.py). The records are in
+:mod:`voxwire.asyncio.observability.records`.
+
 What is measured (all times in seconds, from the session's monotonic clock):
 
 * ``speech_end_to_first_audio_s``: from the end of the user's turn — server VAD's
@@ -39,12 +44,21 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from typing import Final, Literal, Protocol, TypeAlias
+from dataclasses import dataclass, replace
+from typing import Final, Protocol
 
+from voxwire.asyncio.observability.records import (
+    InterruptionMetrics,
+    LatencyStats,
+    Metrics,
+    ResponseMetrics,
+    SessionMetrics,
+    TokenUsage,
+    TranscriptionMetrics,
+    TranscriptionUsage,
+)
 from voxwire.protocol import server_events as se
 from voxwire.protocol.audio_ledger import SegmentKey
-from voxwire.protocol.objects import TranscriptDurationUsage, TranscriptTokenUsage, Usage
 
 __all__ = [
     "FirstSampleWatch",
@@ -65,188 +79,11 @@ __all__ = [
 _MAX_PENDING_TRANSCRIPTIONS: Final = 256
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TokenUsage:
-    """Tokens of ``response.done``'s ``usage`` (0 where the server said nothing); they add up."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    input_text_tokens: int = 0
-    input_audio_tokens: int = 0
-    input_image_tokens: int = 0
-    input_cached_tokens: int = 0
-    output_text_tokens: int = 0
-    output_audio_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    @classmethod
-    def from_usage(cls, usage: Usage | None) -> TokenUsage:
-        if usage is None:
-            return cls()
-        inp = usage.input_token_details
-        out = usage.output_token_details
-        return cls(
-            input_tokens=usage.input_tokens or 0,
-            output_tokens=usage.output_tokens or 0,
-            input_text_tokens=(inp.text_tokens or 0) if inp else 0,
-            input_audio_tokens=(inp.audio_tokens or 0) if inp else 0,
-            input_image_tokens=(inp.image_tokens or 0) if inp else 0,
-            input_cached_tokens=(inp.cached_tokens or 0) if inp else 0,
-            output_text_tokens=(out.text_tokens or 0) if out else 0,
-            output_audio_tokens=(out.audio_tokens or 0) if out else 0,
-        )
-
-    def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            input_text_tokens=self.input_text_tokens + other.input_text_tokens,
-            input_audio_tokens=self.input_audio_tokens + other.input_audio_tokens,
-            input_image_tokens=self.input_image_tokens + other.input_image_tokens,
-            input_cached_tokens=self.input_cached_tokens + other.input_cached_tokens,
-            output_text_tokens=self.output_text_tokens + other.output_text_tokens,
-            output_audio_tokens=self.output_audio_tokens + other.output_audio_tokens,
-        )
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TranscriptionUsage:
-    """What input transcription was billed: tokens (``gpt-4o-transcribe`` style) or seconds of
-    audio (``whisper-1``), from ``…input_audio_transcription.completed``; they add up."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    audio_s: float = 0.0
-
-    @classmethod
-    def from_usage(
-        cls, usage: TranscriptTokenUsage | TranscriptDurationUsage | None
-    ) -> TranscriptionUsage:
-        if isinstance(usage, TranscriptTokenUsage):
-            return cls(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
-        if isinstance(usage, TranscriptDurationUsage):
-            return cls(audio_s=usage.seconds)
-        return cls()
-
-    def __add__(self, other: TranscriptionUsage) -> TranscriptionUsage:
-        return TranscriptionUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            audio_s=self.audio_s + other.audio_s,
-        )
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ResponseMetrics:
-    """One response, reported once it is done — and, with an audio output attached, once its
-    first sample played (or its audio was interrupted unheard).
-
-    ``input_item_id``: the user's audio item whose end the latencies count from (``None`` when
-    no user turn ended before this response: a text message, a tool output, a manual
-    ``create_response``; then the ``speech_end_*`` fields are ``None`` too). ``interrupted``:
-    the response was cancelled, or cut by an interruption while it ran.
-    """
-
-    type: Literal["response"] = field(default="response", init=False)
-    response_id: str
-    status: str | None
-    out_of_band: bool = False
-    input_item_id: str | None = None
-    speech_end_to_first_audio_s: float | None = None
-    speech_end_to_first_played_s: float | None = None
-    time_to_first_audio_s: float | None = None
-    first_audio_to_first_played_s: float | None = None
-    duration_s: float = 0.0
-    interrupted: bool = False
-    underruns: int | None = None
-    usage: TokenUsage = field(default_factory=TokenUsage)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TranscriptionMetrics:
-    """The user's item ``item_id`` was transcribed ``delay_s`` after the user's turn ended
-    (``failed``: the transcription failed after that long), billed ``usage``."""
-
-    type: Literal["input_transcription"] = field(default="input_transcription", init=False)
-    item_id: str
-    delay_s: float
-    failed: bool = False
-    usage: TranscriptionUsage = field(default_factory=TranscriptionUsage)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class InterruptionMetrics:
-    """One item cut by an interruption: ``played_ms`` is the truncation point sent (what the
-    listener heard; ``None``: nothing was, the item was deleted), ``received_ms`` the audio
-    received of it by then, ``dropped_ms`` the part of that never played."""
-
-    type: Literal["interruption"] = field(default="interruption", init=False)
-    item_id: str
-    content_index: int
-    response_id: str | None
-    played_ms: int | None
-    received_ms: int
-    dropped_ms: int
-
-
-Metrics: TypeAlias = ResponseMetrics | TranscriptionMetrics | InterruptionMetrics
-"""What a ``metrics_collected`` event carries."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LatencyStats:
-    """Count, sum, minimum and maximum of one latency over the session (constant size)."""
-
-    count: int = 0
-    total_s: float = 0.0
-    min_s: float | None = None
-    max_s: float | None = None
-
-    @property
-    def mean_s(self) -> float | None:
-        return self.total_s / self.count if self.count else None
-
-    def add(self, value_s: float | None) -> LatencyStats:
-        if value_s is None:
-            return self
-        return LatencyStats(
-            count=self.count + 1,
-            total_s=self.total_s + value_s,
-            min_s=value_s if self.min_s is None else min(self.min_s, value_s),
-            max_s=value_s if self.max_s is None else max(self.max_s, value_s),
-        )
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SessionMetrics:
-    """Totals of the session so far (``session.metrics``). ``interruptions`` counts every time
-    playback or a response was cut — by ``interrupt()`` or by the user speaking over the
-    assistant — including cuts of audio still playing after its response was done."""
-
-    responses: int = 0
-    interrupted_responses: int = 0
-    interruptions: int = 0
-    usage: TokenUsage = field(default_factory=TokenUsage)
-    speech_end_to_first_audio: LatencyStats = field(default_factory=LatencyStats)
-    speech_end_to_first_played: LatencyStats = field(default_factory=LatencyStats)
-    time_to_first_audio: LatencyStats = field(default_factory=LatencyStats)
-    response_duration: LatencyStats = field(default_factory=LatencyStats)
-    input_transcription_delay: LatencyStats = field(default_factory=LatencyStats)
-    transcription_usage: TranscriptionUsage = field(default_factory=TranscriptionUsage)
-    first_audio_to_first_played: LatencyStats = field(default_factory=LatencyStats)
-    underruns: int = 0
-    dropped_audio_ms: int = 0
-    """Audio received but never played because an interruption cut it."""
-
-
 @dataclass(slots=True)
 class _Open:
     """A response being measured."""
 
-    created_s: float
+    created_s: float | None  # None: nothing announced it (Live)
     out_of_band: bool
     speech_end_s: float | None
     input_item_id: str | None
@@ -366,9 +203,7 @@ class MetricsCollector:
     def _on_speech_stopped(
         self, event: se.InputAudioBufferSpeechStopped, now_s: float
     ) -> list[Metrics]:
-        self._turn_end_s = now_s
-        self._turn_item_id = event.item_id
-        self._remember_item(event.item_id, now_s)
+        self.turn_ended(now_s, event.item_id)
         return []
 
     def _on_committed(self, event: se.InputAudioBufferCommitted, now_s: float) -> list[Metrics]:
@@ -381,41 +216,91 @@ class MetricsCollector:
 
     def _on_response_created(self, event: se.ResponseCreated, now_s: float) -> list[Metrics]:
         response_id = event.response.id
-        if response_id is None:
+        if response_id is not None:
+            out_of_band = self._is_out_of_band is not None and self._is_out_of_band(response_id)
+            self.response_started(response_id, now_s, out_of_band=out_of_band)
+        return []
+
+    def _on_response_done(self, event: se.ResponseDone, now_s: float) -> list[Metrics]:
+        response = event.response
+        if response.id is None:
             return []
-        out_of_band = self._is_out_of_band is not None and self._is_out_of_band(response_id)
+        return self.response_finished(
+            response.id,
+            now_s,
+            status=response.status,
+            cancelled=response.status == "cancelled",
+            usage=TokenUsage.from_usage(response.usage),
+        )
+
+    # --- protocol-neutral steps (Realtime's events above use them; a Live session directly) ---
+
+    def turn_ended(self, now_s: float, item_id: str | None = None) -> None:
+        """The user's turn ended at ``now_s`` (server VAD's ``speech_stopped``)."""
+        self._turn_end_s = now_s
+        self._turn_item_id = item_id
+        if item_id is not None:
+            self._remember_item(item_id, now_s)
+
+    def response_started(
+        self,
+        response_id: str,
+        now_s: float,
+        *,
+        out_of_band: bool = False,
+        announced: bool = True,
+    ) -> None:
+        """A response began (``response.created``); unless ``out_of_band``, it answers the
+        user's last turn if one ended. ``announced=False``: nothing announced it (Live: the
+        model just speaks), so it has no ``time_to_first_audio_s`` and its duration counts
+        from its first audio."""
         turn_end_s = turn_item_id = None
         if not out_of_band:  # this response answers the user's last turn, if one ended
             turn_end_s, turn_item_id = self._turn_end_s, self._turn_item_id
             self._turn_end_s = self._turn_item_id = None
         self._open[response_id] = _Open(
-            created_s=now_s,
+            created_s=now_s if announced else None,
             out_of_band=out_of_band,
             speech_end_s=turn_end_s,
             input_item_id=turn_item_id,
         )
-        return []
 
-    def _on_response_done(self, event: se.ResponseDone, now_s: float) -> list[Metrics]:
-        response = event.response
-        record = self._open.get(response.id or "")
-        if record is None or response.id is None:
+    def audio_received(self, response_id: str, now_s: float) -> None:
+        """Audio of the response arrived (the first one counts)."""
+        record = self._open.get(response_id)
+        if record is not None and record.first_audio_s is None:
+            record.first_audio_s = now_s
+
+    def response_finished(
+        self,
+        response_id: str,
+        now_s: float,
+        *,
+        status: str | None,
+        cancelled: bool = False,
+        usage: TokenUsage | None = None,
+    ) -> list[Metrics]:
+        """The response is over (``response.done``); reported now, or once playback says what
+        became of its first sample."""
+        record = self._open.get(response_id)
+        if record is None:
             return []
         first_audio = record.first_audio_s
+        began_s = record.created_s if record.created_s is not None else first_audio
         record.done = ResponseMetrics(
-            response_id=response.id,
-            status=response.status,
+            response_id=response_id,
+            status=status,
             out_of_band=record.out_of_band,
             input_item_id=record.input_item_id,
             speech_end_to_first_audio_s=_since(record.speech_end_s, first_audio),
             time_to_first_audio_s=_since(record.created_s, first_audio),
-            duration_s=now_s - record.created_s,
-            interrupted=record.interrupted or response.status == "cancelled",
-            usage=TokenUsage.from_usage(response.usage),
+            duration_s=now_s - began_s if began_s is not None else 0.0,
+            interrupted=record.interrupted or cancelled,
+            usage=usage if usage is not None else TokenUsage(),
         )
         if first_audio is None or not self._track_playback:
             record.playback_over = True
-        return self._report_if_ready(response.id, record)
+        return self._report_if_ready(response_id, record)
 
     def _on_transcription_done(
         self,
@@ -547,6 +432,30 @@ class MetricsRecorder:
         ):
             self._underruns_at[event.response.id] = self._underruns()
         self._emit_all(self.collector.received(event, self._now()))
+
+    # Protocol-neutral steps, for a session whose wire has no Realtime events (Live).
+
+    def turn_ended(self) -> None:
+        self.collector.turn_ended(self._now())
+
+    def response_started(self, response_id: str, *, announced: bool = True) -> None:
+        if self._underruns is not None:
+            self._underruns_at[response_id] = self._underruns()
+        self.collector.response_started(response_id, self._now(), announced=announced)
+
+    def audio_received(self, response_id: str, key: SegmentKey) -> None:
+        """Audio of the response arrived and went into the audio output (if any) as ``key``."""
+        self.collector.audio_received(response_id, self._now())
+        self.audio_pushed(response_id, key)
+
+    def response_finished(
+        self, response_id: str, *, status: str | None, cancelled: bool = False
+    ) -> None:
+        self._emit_all(
+            self.collector.response_finished(
+                response_id, self._now(), status=status, cancelled=cancelled
+            )
+        )
 
     def audio_pushed(self, response_id: str, key: SegmentKey) -> None:
         """Audio of the response went into the audio output."""

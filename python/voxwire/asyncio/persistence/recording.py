@@ -50,6 +50,9 @@ log = logging.getLogger("voxwire.session")
 
 _ITEM_EVENTS = (se.ConversationItemAdded, se.ConversationItemCreated)
 
+#: Function calls remembered for an approval that may come (the most recent ones).
+_CALLS_KEPT = 64
+
 
 class StoreWriter:
     """Writes the operations of one conversation in the order they were submitted, in a task of
@@ -131,6 +134,9 @@ class PersistenceOptions(Protocol):
     @property
     def lease_ttl_s(self) -> float: ...
 
+    @property
+    def max_history_items(self) -> int | None: ...
+
 
 class Persistence:
     """The recorder and the store of one session (see the module docstring)."""
@@ -143,11 +149,12 @@ class Persistence:
         self._audio = options.store_audio
         self._close_timeout_s = options.close_timeout_s
         self._lease_ttl_s = options.lease_ttl_s
+        self._max_items = options.max_history_items
         self._held: HeldConversation | None = None
         self._emit = emit
         self.recorder: ConversationRecorder | None = None
         self._writer: StoreWriter | None = None
-        self._seen: set[str] = set()
+        self._replaying: set[str] = set()  # ids of a resumed conversation not echoed yet
         self._echoes: set[str] = set()
         self._calls: dict[str, FunctionCallItem] = {}
         self.listeners: list[Callable[[se.ReceivedEvent], None]] = []
@@ -174,7 +181,11 @@ class Persistence:
         store = self.store
         if store is None:
             conversation_id = self._conversation_id or f"conv_{uuid.uuid4().hex}"
-            self._begin(ConversationRecorder(conversation_id, datetime.now(timezone.utc)))
+            self._begin(
+                ConversationRecorder(
+                    conversation_id, datetime.now(timezone.utc), max_items=self._max_items
+                )
+            )
         else:
             if self._conversation_id is None:
                 info = await store.create(agent=name)
@@ -188,7 +199,12 @@ class Persistence:
                 )
             await self.take(info.conversation_id)
             self._begin(
-                ConversationRecorder(info.conversation_id, info.created_at, audio=self._audio)
+                ConversationRecorder(
+                    info.conversation_id,
+                    info.created_at,
+                    audio=self._audio,
+                    max_items=self._max_items,
+                )
             )
         assert self.recorder is not None
         self._write(self.recorder.set_agent(name))
@@ -199,8 +215,12 @@ class Persistence:
         if imported and self.store is not None:
             await self.store.import_snapshot(snapshot, replace=True)
             await self.take(snapshot.conversation_id)
-        self._begin(ConversationRecorder.from_snapshot(snapshot, audio=self._audio))
-        self._seen.update(item.id for item in snapshot.items)
+        self._begin(
+            ConversationRecorder.from_snapshot(
+                snapshot, audio=self._audio, max_items=self._max_items
+            )
+        )
+        self._replaying.update(item.id for item in snapshot.items)
 
     async def take(self, conversation_id: str) -> None:
         """Hold the conversation's lease (renewed until :meth:`aclose`): another session is
@@ -239,18 +259,21 @@ class Persistence:
             and event.item.call_id is not None
         ):
             self._calls[event.item.call_id] = event.item
+            if len(self._calls) > _CALLS_KEPT:
+                del self._calls[next(iter(self._calls))]
         self._write(recorder.receive(event))
 
     def _is_echo(self, event: se.ReceivedEvent) -> bool:
-        """An item re-created on a new server session, already recorded (module docstring)."""
+        """An item re-created on a new server session, already recorded (module docstring): one
+        of the resumed conversation, or one the recorder holds."""
         if isinstance(event, _ITEM_EVENTS):
             item_id = event.item.id
-            if item_id is None:
+            if item_id is None or self.recorder is None:
                 return False
-            if item_id in self._seen:
+            if item_id in self._replaying or self.recorder.holds(item_id):
+                self._replaying.discard(item_id)
                 self._echoes.add(item_id)
                 return True
-            self._seen.add(item_id)
             return False
         if isinstance(event, se.ConversationItemDone) and event.item.id in self._echoes:
             self._echoes.discard(event.item.id)
@@ -278,6 +301,7 @@ class Persistence:
         """Recorded, and written to the store, before the output is sent."""
         if self.recorder is None:
             return
+        self._calls.pop(call_id, None)
         ops = self.recorder.output_ready(call_id, output)
         written = self._writer.submit(ops, wait=True) if self._writer is not None else None
         if written is not None:

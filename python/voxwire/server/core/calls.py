@@ -31,7 +31,7 @@ from voxwire.live.objects import LiveSessionConfig
 from voxwire.protocol.sip import DEFAULT_REJECT_STATUS, check_status_code, check_target_uri
 from voxwire.server.core.config import DEFAULT_MODEL, apply_update, default_session
 from voxwire.server.core.errors import ServerError
-from voxwire.server.core.live import start_problem
+from voxwire.server.core.live_config import start_problem
 
 __all__ = ["Call", "CallBook", "CallState", "RestAnswer", "unauthorized"]
 

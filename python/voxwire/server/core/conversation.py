@@ -5,6 +5,14 @@ Items are the protocol core's typed records. The server keeps audio out of the i
 real service does) and keeps it here, per ``(item_id, content_index)``, for
 ``conversation.item.retrieve`` and ``conversation.item.truncate``.
 
+Audio is kept within a budget (``audio_budget_bytes``, :data:`DEFAULT_AUDIO_BUDGET_BYTES`): when
+the audio kept passes it, the audio of the oldest content parts is dropped — the part set last
+and the part appended to last are always kept whole, so a response being streamed and played
+can be truncated. A part whose audio
+was dropped keeps its duration (input audio tokens are still counted from it) and its item keeps
+its transcript; a truncate or retrieve that needs its audio gets an ``invalid_request_error``
+saying so (:func:`audio_dropped`). ``None`` keeps all audio.
+
 Every method that can fail raises :class:`~voxwire.server.core.errors.ServerError` with the real
 service's code and leaves the conversation unchanged.
 """
@@ -28,35 +36,79 @@ from voxwire.protocol import (
 from voxwire.protocol.units import SampleFormat
 from voxwire.server.core.errors import ServerError
 
-__all__ = ["MAX_CLIENT_ITEM_ID_CHARS", "ServerConversation"]
+__all__ = ["DEFAULT_AUDIO_BUDGET_BYTES", "MAX_CLIENT_ITEM_ID_CHARS", "ServerConversation"]
 
 #: GA reference: client-made item ids may be up to 32 characters.
 MAX_CLIENT_ITEM_ID_CHARS: Final = 32
 
+#: Item audio a conversation keeps by default: 32 MiB, about 11 minutes of 24 kHz PCM16.
+DEFAULT_AUDIO_BUDGET_BYTES: Final = 32 * 1024 * 1024
+
+_Key = tuple[str, int]
+
 
 class _Audio:
-    """Audio of one content part, in the wire format it was sent or received in."""
+    """Audio of one content part, in the wire format it was sent or received in; ``data`` is
+    ``None`` once dropped for the budget (the duration stays)."""
 
-    __slots__ = ("data", "sample_format")
+    __slots__ = ("data", "dropped_ms", "sample_format")
 
     def __init__(self, data: bytes, sample_format: SampleFormat) -> None:
-        self.data = data
+        self.data: bytearray | None = bytearray(data)  # appended to in place, not copied
         self.sample_format = sample_format
+        self.dropped_ms = 0
 
     @property
     def duration_ms(self) -> int:
+        if self.data is None:
+            return self.dropped_ms
         return samples_to_ms(
             len(self.data) // self.sample_format.bytes_per_sample, self.sample_format
         )
 
+    def drop(self) -> int:
+        """Drop the samples, keep the duration; returns the bytes freed."""
+        freed = len(self.data) if self.data is not None else 0
+        self.dropped_ms = self.duration_ms
+        self.data = None
+        return freed
+
+
+def audio_dropped(item_id: str, content_index: int, budget_bytes: int | None) -> ServerError:
+    """The error for a truncate or retrieve that needs audio the budget dropped."""
+    return ServerError(
+        "invalid_value",
+        f"The audio of item '{item_id}' (content_index {content_index}) is no longer kept: this "
+        f"server keeps the most recent {budget_bytes} bytes of item audio and the item's "
+        "transcript (RealtimeServer(audio_budget_bytes=...) keeps more). Truncate audio while "
+        "it plays; read an old item's text from its transcript.",
+        param="item_id",
+    )
+
 
 class ServerConversation:
-    """Ordered items plus their audio; no I/O."""
+    """Ordered items plus their audio (within ``audio_budget_bytes``); no I/O."""
 
-    def __init__(self) -> None:
+    def __init__(self, audio_budget_bytes: int | None = DEFAULT_AUDIO_BUDGET_BYTES) -> None:
         self._order: list[str] = []
         self._items: dict[str, Item] = {}
-        self._audio: dict[tuple[str, int], _Audio] = {}
+        self._audio: dict[_Key, _Audio] = {}
+        self._budget = audio_budget_bytes
+        self._kept: dict[_Key, None] = {}  # parts holding samples, oldest first
+        self._kept_bytes = 0
+        self._last_set: _Key | None = None
+        self._last_appended: _Key | None = None
+        # The function calls by call_id, each with its insertion number (the scan this look-up
+        # replaced returned the first inserted): the call a function output answers is found
+        # without a scan of the conversation (a replay of n items was quadratic).
+        self._insertions = 0
+        self._inserted: dict[str, int] = {}
+        self._calls: dict[str, dict[str, int]] = {}
+
+    @property
+    def audio_kept_bytes(self) -> int:
+        """Bytes of item audio held now (at most the budget, or the newest part if larger)."""
+        return self._kept_bytes
 
     # --- reading ----------------------------------------------------------------------------------
 
@@ -88,10 +140,13 @@ class ServerConversation:
         return self._order[index - 1] if index else None
 
     def function_call(self, call_id: str) -> FunctionCallItem | None:
-        for item in self._items.values():
-            if isinstance(item, FunctionCallItem) and item.call_id == call_id:
-                return item
-        return None
+        """The function call item with ``call_id`` (of several, the first inserted), if any."""
+        calls = self._calls.get(call_id)
+        if not calls:
+            return None
+        item = self._items[min(calls, key=calls.__getitem__)]
+        assert isinstance(item, FunctionCallItem)
+        return item
 
     def audio_duration_ms(self, item_id: str, content_index: int) -> int:
         audio = self._audio.get((item_id, content_index))
@@ -106,7 +161,9 @@ class ServerConversation:
         for index, part in enumerate(item.content):
             audio = self._audio.get((item_id, index))
             if audio is not None and isinstance(part, InputAudio | OutputAudio):
-                part = msgspec.structs.replace(part, audio=audio.data)
+                if audio.data is None:
+                    raise audio_dropped(item_id, index, self._budget)
+                part = msgspec.structs.replace(part, audio=bytes(audio.data))
             content.append(part)
         return msgspec.structs.replace(item, content=content)
 
@@ -151,36 +208,91 @@ class ServerConversation:
             position = len(self._order)
         elif previous_item_id == ROOT:
             position = 0
+        elif self._order[-1] == previous_item_id:
+            position = len(self._order)  # appending, the usual case (a replay): no scan
         else:
             position = self._order.index(previous_item_id) + 1
         self._order.insert(position, item.id)
         self._items[item.id] = item
+        self._insertions += 1
+        self._inserted[item.id] = self._insertions
+        self._index_call(item)
         return self._order[position - 1] if position else None
 
     def replace(self, item: Item) -> None:
         """Update an item in place (a response finishing it, say)."""
         assert item.id is not None
         assert item.id in self._items
+        self._unindex_call(item.id)
         self._items[item.id] = item
+        self._index_call(item)
+
+    def _index_call(self, item: Item) -> None:
+        if isinstance(item, FunctionCallItem) and item.call_id is not None:
+            assert item.id is not None
+            self._calls.setdefault(item.call_id, {})[item.id] = self._inserted[item.id]
+
+    def _unindex_call(self, item_id: str) -> None:
+        item = self._items.get(item_id)
+        if isinstance(item, FunctionCallItem) and item.call_id is not None:
+            calls = self._calls[item.call_id]
+            del calls[item_id]
+            if not calls:
+                del self._calls[item.call_id]
 
     def delete(self, item_id: str) -> None:
-        self.get(item_id)
+        item = self.get(item_id)
+        self._unindex_call(item_id)
         self._order.remove(item_id)
         del self._items[item_id]
-        for key in [key for key in self._audio if key[0] == item_id]:
-            del self._audio[key]
+        del self._inserted[item_id]
+        parts = len(item.content) if isinstance(item, MessageItem) else 0
+        for index in range(parts):
+            self._forget_audio((item_id, index))
 
     def set_audio(self, item_id: str, content_index: int, data: bytes, fmt: SampleFormat) -> None:
-        self._audio[(item_id, content_index)] = _Audio(data, fmt)
+        key = (item_id, content_index)
+        self._forget_audio(key)
+        self._audio[key] = _Audio(data, fmt)
+        self._kept[key] = None
+        self._kept_bytes += len(data)
+        self._last_set = key
+        self._keep_budget()
 
     def append_audio(
         self, item_id: str, content_index: int, data: bytes, fmt: SampleFormat
     ) -> None:
-        audio = self._audio.get((item_id, content_index))
+        key = (item_id, content_index)
+        audio = self._audio.get(key)
         if audio is None:
-            self._audio[(item_id, content_index)] = _Audio(data, fmt)
+            self.set_audio(item_id, content_index, data, fmt)
+        elif audio.data is None:  # dropped already: it stays so, and lasts longer
+            audio.dropped_ms += samples_to_ms(len(data) // fmt.bytes_per_sample, fmt)
         else:
             audio.data += data
+            self._kept_bytes += len(data)
+        self._last_appended = key
+        self._keep_budget()
+
+    def _forget_audio(self, key: _Key) -> None:
+        audio = self._audio.pop(key, None)
+        if audio is not None and key in self._kept:
+            del self._kept[key]
+            self._kept_bytes -= audio.drop()
+
+    def _keep_budget(self) -> None:
+        """Drop the oldest parts' samples until the audio kept fits the budget — never those of
+        the part set last or appended to last (a response streaming while user audio is
+        committed: both can still be truncated or retrieved)."""
+        if self._budget is None:
+            return
+        protected = (self._last_set, self._last_appended)
+        while self._kept_bytes > self._budget:
+            oldest = next((key for key in self._kept if key not in protected), None)
+            if oldest is None:
+                return
+            del self._kept[oldest]
+            self._kept_bytes -= self._audio[oldest].drop()
 
     def truncate(self, item_id: str, content_index: int, audio_end_ms: int) -> None:
         """Cut an assistant audio part at ``audio_end_ms`` and drop its transcript (GA: "ensure
@@ -210,9 +322,12 @@ class ServerConversation:
                 f"Audio content of {duration_ms}ms is already shorter than {audio_end_ms}ms",
             )
         if audio is not None:
+            if audio.data is None:
+                raise audio_dropped(item_id, content_index, self._budget)
             fmt = audio.sample_format
             keep_bytes = audio_end_ms * fmt.sample_rate_hz // 1000 * fmt.bytes_per_sample
-            audio.data = audio.data[:keep_bytes]
+            self._kept_bytes -= max(0, len(audio.data) - keep_bytes)
+            del audio.data[keep_bytes:]
         content = list(item.content)
         content[content_index] = OutputAudio(transcript=None)
         self._items[item_id] = msgspec.structs.replace(item, content=content)

@@ -8,10 +8,10 @@ Rules (the Live reference and guides; ``openai.types.live``):
 * after startup ``session.update`` changes only ``delegation`` (same owner) and ``triggers``:
   other fields are immutable (``immutable_parameter``), unknown ones ``unknown_parameter``;
 * ``session.commentary.append`` is spoken; with a ``delegation_id`` it answers that client
-  delegation; ``session.thinking.append`` is silent; a non-null ``delegation_id`` must name a
-  client delegation ("not accepted with Responses delegation");
+  or Decisions delegation; ``session.thinking.append`` is silent; a non-null ``delegation_id``
+  must name a client or Decisions delegation ("not accepted with Responses delegation");
 * ``response.item.create`` / ``response.create`` require Responses delegation;
-* the Decisions API is not emulated: its commands get ``unsupported``;
+* the Decisions API (items, ``decision.create``, triggers): :mod:`.live_decisions`;
 * a SIP call accepted as Live starts with the accept's configuration (:meth:`accepted`); its
   sideband's ``transport.dtmf.send`` gets ``transport.dtmf.sent``, a bad key ``invalid_value``;
 * on a fork connection (``/v1/live/sessions/{id}/fork``) ``session.start`` carries overrides
@@ -20,7 +20,8 @@ Rules (the Live reference and guides; ``openai.types.live``):
 
 Commands tell the pump what takes time: :class:`Speak` (voice a text), :class:`ContinueBackend`
 (run the scripted Responses backend again for a delegation whose tool outputs arrived),
-:class:`Close`. Time comes in as arguments (``now_s``, the timeline position).
+:class:`Decide` (the scenario's Decisions model answers a delegation), :class:`Close`. Time
+comes in as arguments (``now_s``, the timeline position).
 """
 
 from __future__ import annotations
@@ -37,9 +38,7 @@ from voxwire.live.codec import unknown_fields
 from voxwire.live.objects import (
     IMMUTABLE_FIELDS,
     UPDATABLE_FIELDS,
-    AudioConfig,
     AudioFormat,
-    AudioOutputConfig,
     DelegationInfo,
     DelegationTarget,
     LiveErrorInfo,
@@ -51,6 +50,13 @@ from voxwire.live.objects import (
 from voxwire.live.protocol import DTMF_KEYS, MAX_FIXTURE_BYTES
 from voxwire.protocol.server_events import ProtocolErrorEvent
 from voxwire.server.core.ids import ServerIds
+from voxwire.server.core.live_config import (
+    DEFAULT_FORMAT,
+    DEFAULT_VOICE,
+    session_resource,
+    start_problem,
+)
+from voxwire.server.core.live_decisions import DecisionDesk, session_decisions
 from voxwire.server.core.live_forks import (
     ForkRefused,
     LiveSessionStore,
@@ -63,15 +69,13 @@ __all__ = [
     "Close",
     "Command",
     "ContinueBackend",
+    "Decide",
     "LiveServerSession",
     "Speak",
-    "start_problem",
 ]
 
 SESSION_LIFETIME_S: Final = 60 * 60
 CloseReason = Literal["close_requested", "expired", "content", "remote_hangup", "connection_lost"]
-DEFAULT_VOICE: Final = "marin"
-DEFAULT_FORMAT: Final = AudioFormat(type="audio/pcm", rate=24000)
 BYTES_PER_MS: Final = 48  # PCM16 at 24 kHz, the one format this server speaks
 
 
@@ -92,11 +96,18 @@ class ContinueBackend:
 
 
 @dataclass(frozen=True)
+class Decide:
+    """The Decisions model answers the delegation (``decision.event``)."""
+
+    delegation_id: str
+
+
+@dataclass(frozen=True)
 class Close:
     """End the connection after the events that precede this command."""
 
 
-Command = Speak | ContinueBackend | Close
+Command = Speak | ContinueBackend | Decide | Close
 Out = se.LiveServerEvent | Command
 
 
@@ -126,6 +137,10 @@ class LiveServerSession:
         self.muted = False
         self.closed = False
         self.delegations: dict[str, BackendDelegation] = {}
+        self.decisions = DecisionDesk(ids, self.error)
+        #: ``session.instructions.append`` for the session (not a delegation), in order: they
+        #: stay in the conversation, after the startup instructions (the responder reads both).
+        self.appended_instructions: list[str] = []
         self._started_s = 0.0
 
     @property
@@ -188,8 +203,7 @@ class LiveServerSession:
             return [
                 self.error(
                     "unsupported",
-                    f"{event.__struct_config__.tag} is not emulated by the local voxwire server "
-                    "(the Decisions API)",
+                    f"{event.__struct_config__.tag} is not emulated by the local voxwire server",
                     event.event_id,
                 )
             ]
@@ -204,13 +218,13 @@ class LiveServerSession:
         if problem is not None:
             param, message = problem
             return [self.error("invalid_value", message, event.event_id, param)]
-        resource = _resource(config, self._ids.session(), int(now_s) + SESSION_LIFETIME_S)
+        resource = session_resource(config, self._ids.session(), int(now_s) + SESSION_LIFETIME_S)
         return self._started(resource, event.event_id, now_s, [])
 
     def accepted(self, config: LiveSessionConfig, session_id: str, now_s: float) -> list[Out]:
         """Start the session of a SIP call accepted with ``config`` (checked by the accept
         endpoint): ``session.started`` for the call's sideband."""
-        resource = _resource(config, session_id, int(now_s) + SESSION_LIFETIME_S)
+        resource = session_resource(config, session_id, int(now_s) + SESSION_LIFETIME_S)
         return self._started(resource, None, now_s, [])
 
     def _dtmf(self, event: ce.TransportDtmfSend, now_s: float, timeline_ms: int) -> list[Out]:
@@ -290,8 +304,8 @@ class LiveServerSession:
             )
             return [self.error(code, message, event.event_id, f"session.{name}")]
         merged = self._merged(event.session)
-        if isinstance(merged, str):
-            return [self.error("invalid_value", merged, event.event_id, "session.delegation")]
+        if isinstance(merged, tuple):
+            return [self.error("invalid_value", merged[1], event.event_id, merged[0])]
         self.session = merged
         return [
             se.SessionUpdated(
@@ -299,30 +313,29 @@ class LiveServerSession:
             )
         ]
 
-    def _merged(self, update: dict[str, Any]) -> LiveSessionResource | str:
+    def _merged(self, update: dict[str, Any]) -> LiveSessionResource | tuple[str, str]:
         assert self.session is not None
         current = msgspec.to_builtins(self.session)
         delegation = update.get("delegation")
         if delegation is not None:
             if not isinstance(delegation, dict) or delegation.get("type") != self.target:
-                return (
+                return "session.delegation", (
                     f"session.update cannot change the delegation owner ({self.target!r}); "
                     "start a new session"
                 )
             old = current.get("delegation") or {}
             current["delegation"] = {**old, **delegation}
-            if isinstance(old.get("responses"), dict) and isinstance(
-                delegation.get("responses"), dict
-            ):
-                current["delegation"]["responses"] = {**old["responses"], **delegation["responses"]}
-            if self.target == "responses" and not isinstance(delegation.get("responses", {}), dict):
-                return "session.update: delegation.responses must be an object (omit it to keep it)"
+            for key in ("responses", "decisions"):  # omitted settings keep their values
+                if isinstance(old.get(key), dict) and isinstance(delegation.get(key), dict):
+                    current["delegation"][key] = {**old[key], **delegation[key]}
         if "triggers" in update:
             current["triggers"] = update["triggers"]
         try:
-            return msgspec.convert(current, LiveSessionResource)
+            merged = msgspec.convert(current, LiveSessionResource)
         except msgspec.ValidationError as exc:
-            return f"invalid session.update: {exc}"
+            return "session", f"invalid session.update: {exc}"
+        problem = start_problem(merged)
+        return merged if problem is None else (problem[0], f"invalid session.update: {problem[1]}")
 
     def _mute(
         self, event: ce.InputAudioMute | ce.InputAudioUnmute, now_s: float, timeline_ms: int
@@ -339,15 +352,17 @@ class LiveServerSession:
     ) -> list[Out]:
         if event.delegation_id is not None:
             owner = self.delegations.get(event.delegation_id)
-            if owner is None or owner.target != "client":
+            if owner is None or owner.target == "responses":
                 why = (
                     "Non-null delegation IDs are not accepted with Responses delegation"
                     if self.target == "responses"
-                    else f"no client delegation has id {event.delegation_id[:64]!r}"
+                    else f"no delegation has id {event.delegation_id[:64]!r}"
                 )
                 return [self.error("invalid_value", why, event.event_id, "delegation_id")]
             if isinstance(event, ce.CommentaryAppend):
                 owner.answered = True
+        if isinstance(event, ce.InstructionsAppend) and event.delegation_id is None:
+            self.appended_instructions.append(event.content)
         kind: type[se.InstructionsAppended | se.ThinkingAppended | se.CommentaryAppended] = {
             ce.InstructionsAppend: se.InstructionsAppended,
             ce.ThinkingAppend: se.ThinkingAppended,
@@ -436,6 +451,23 @@ class LiveServerSession:
             )
         ]
 
+    def _decision_item(
+        self, event: ce.DecisionItemCreate | ce.DecisionItemDelete, now_s: float, timeline_ms: int
+    ) -> list[Out]:
+        if isinstance(event, ce.DecisionItemCreate):
+            return [self.decisions.create_item(event.item, event.event_id)]
+        return [self.decisions.delete_item(event.item_id, event.event_id)]
+
+    def _decision_create(
+        self, event: ce.DecisionCreate, now_s: float, timeline_ms: int
+    ) -> list[Out]:
+        config = session_decisions(self.session)
+        refused = self.decisions.create_problem(event.event_id, config)
+        if refused is not None:
+            return [refused]
+        delegation, events = self.delegate("", timeline_ms, [], client_event_id=event.event_id)
+        return [*events, Decide(delegation.id)]
+
     def _close(self, event: ce.SessionClose, now_s: float, timeline_ms: int) -> list[Out]:
         return [self.closed_event("close_requested", now_s, event.event_id), Close()]
 
@@ -456,7 +488,11 @@ class LiveServerSession:
         )
 
     def delegate(
-        self, user_text: str, offset_ms: int, calls: Sequence[tuple[str, str]]
+        self,
+        user_text: str,
+        offset_ms: int,
+        calls: Sequence[tuple[str, str]],
+        client_event_id: str | None = None,
     ) -> tuple[BackendDelegation, list[se.LiveServerEvent]]:
         """The model hands the user's task to the session's delegation owner; for Responses,
         the backend's first stream (its function calls) comes with it."""
@@ -475,7 +511,12 @@ class LiveServerSession:
             response_id=delegation.response_id,
         )
         events: list[se.LiveServerEvent] = [
-            se.DelegationCreated(event_id=self._ids.event(), delegation=info, offset_ms=offset_ms)
+            se.DelegationCreated(
+                event_id=self._ids.event(),
+                client_event_id=client_event_id,
+                delegation=info,
+                offset_ms=offset_ms,
+            )
         ]
         if target == "responses":
             events.append(self.backend_event(delegation, "response.created", {}))
@@ -537,50 +578,6 @@ class LiveServerSession:
         return None
 
 
-def start_problem(config: LiveSessionConfig) -> tuple[str, str] | None:
-    audio_format = config.audio.format if config.audio is not None else None
-    if audio_format is not None and (audio_format.type, audio_format.rate) != ("audio/pcm", 24000):
-        return (
-            "session.audio.format",
-            "the local voxwire server speaks audio/pcm at 24000 Hz only",
-        )
-    if not config.model.startswith("gpt-live"):
-        return (
-            "session.model",
-            f"Invalid model {config.model[:64]!r}: use gpt-live-1 or gpt-live-1.1",
-        )
-    delegation = config.delegation
-    if isinstance(delegation, ResponsesDelegation) and (
-        delegation.responses is None or not delegation.responses.model
-    ):
-        return (
-            "session.delegation.responses.model",
-            "Responses delegation needs delegation.responses.model",
-        )
-    return None
-
-
-def _resource(config: LiveSessionConfig, session_id: str, expires_at: int) -> LiveSessionResource:
-    audio = config.audio or AudioConfig()
-    output = audio.output or AudioOutputConfig()
-    return LiveSessionResource(
-        id=session_id,
-        expires_at=expires_at,
-        status="active",
-        model=config.model,
-        instructions=config.instructions,
-        audio=AudioConfig(
-            format=audio.format or DEFAULT_FORMAT,
-            output=AudioOutputConfig(voice=output.voice or DEFAULT_VOICE),
-        ),
-        delegation=config.delegation,
-        input=config.input,
-        safety_identifier=config.safety_identifier,
-        store=bool(config.store),
-        triggers=config.triggers,
-    )
-
-
 _HANDLERS: Final[dict[type, Any]] = {
     ce.SessionUpdate: LiveServerSession._update,
     ce.InputAudioMute: LiveServerSession._mute,
@@ -593,5 +590,8 @@ _HANDLERS: Final[dict[type, Any]] = {
     ce.ResponseCreate: LiveServerSession._response_create,
     ce.SessionClose: LiveServerSession._close,
     ce.TransportDtmfSend: LiveServerSession._dtmf,  # decoded on a SIP call's sideband only
+    ce.DecisionCreate: LiveServerSession._decision_create,
+    ce.DecisionItemCreate: LiveServerSession._decision_item,
+    ce.DecisionItemDelete: LiveServerSession._decision_item,
     # session.input_audio.append is the pump's (turn detection); it never reaches here.
 }

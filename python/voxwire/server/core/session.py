@@ -59,7 +59,7 @@ from voxwire.protocol import (
 )
 from voxwire.protocol.codec import short_repr
 from voxwire.server.core.config import apply_update, default_session, input_format
-from voxwire.server.core.conversation import ServerConversation
+from voxwire.server.core.conversation import DEFAULT_AUDIO_BUDGET_BYTES, ServerConversation
 from voxwire.server.core.errors import ServerError, error_event
 from voxwire.server.core.ids import ServerIds
 from voxwire.server.core.input_buffer import InputAudioBuffer
@@ -132,6 +132,7 @@ class ServerSession:
         responding: Callable[[], bool],
         turn_detection: TurnDetectionFactory,
         mcp_servers: McpServers | None = None,
+        audio_budget_bytes: int | None = DEFAULT_AUDIO_BUDGET_BYTES,
     ) -> None:
         self.ids = ids
         self.mcp_servers = mcp_servers or McpServers()
@@ -141,7 +142,7 @@ class ServerSession:
             expires_at=expires_at,
             output_modalities=output_modalities,
         )
-        self.conversation = ServerConversation()
+        self.conversation = ServerConversation(audio_budget_bytes)
         self.conversation_id = ids.conversation()
         self.assistant_audio_sent = False
         self._responding = responding
@@ -358,6 +359,9 @@ class ServerSession:
         self.conversation.check_function_output(item)
         self._check_approval(item)
         audio_parts: list[tuple[int, bytes, AudioFormat]] = []
+        changes: dict[str, object] = {"id": item_id}
+        if hasattr(item, "status"):
+            changes["status"] = "completed"
         if isinstance(item, MessageItem):
             content = []
             for index, part in enumerate(item.content):
@@ -365,11 +369,8 @@ class ServerSession:
                     audio_parts.append((index, part.audio, input_format(self.session)))
                     part = InputAudio(transcript=part.transcript)
                 content.append(part)
-            item = msgspec.structs.replace(item, content=content)
-        if hasattr(item, "status"):
-            item = msgspec.structs.replace(item, id=item_id, status="completed")
-        else:
-            item = msgspec.structs.replace(item, id=item_id)
+            changes["content"] = content
+        item = msgspec.structs.replace(item, **changes)
         previous = self.conversation.insert(item, previous_item_id)
         for index, data, fmt in audio_parts:
             self.conversation.set_audio(item_id, index, data, fmt.sample_format)

@@ -66,6 +66,7 @@ from typing import Any, Final, Protocol
 
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import FunctionCallOutputItem, MessageItem, parse_say_instructions
+from voxwire.server.core.live_decisions import DecisionRule, decision_rules
 from voxwire.server.core.mcp import McpServers
 from voxwire.server.core.turn import CallMcp, CallTool, Output, Say, Turn
 
@@ -160,14 +161,16 @@ class Scenario:
     fallback: str | None = "You said: {text}"
     #: Hosted MCP servers the scenario plays (:mod:`voxwire.server.core.mcp`).
     mcp_servers: McpServers = field(default_factory=McpServers)
+    #: The scripted Decisions model of a Live session (:mod:`voxwire.server.core.live_decisions`).
+    decisions: tuple[DecisionRule, ...] = ()
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Scenario:
-        unknown = set(data) - {"rules", "fallback", "mcp_servers"}
+        unknown = set(data) - {"rules", "fallback", "mcp_servers", "decisions"}
         if unknown:
             raise ConfigurationError(
-                f"scenario has unknown keys {sorted(unknown)}: expected 'rules', 'fallback' "
-                "and 'mcp_servers'"
+                f"scenario has unknown keys {sorted(unknown)}: expected 'rules', 'fallback', "
+                "'mcp_servers' and 'decisions'"
             )
         raw_rules = data.get("rules", [])
         if not isinstance(raw_rules, list):
@@ -177,7 +180,8 @@ class Scenario:
         if fallback is not None and not isinstance(fallback, str):
             raise ConfigurationError("scenario 'fallback' must be a string or null")
         mcp_servers = McpServers.from_mapping(data.get("mcp_servers", {}))
-        return cls(rules=rules, fallback=fallback, mcp_servers=mcp_servers)
+        decisions = decision_rules(data.get("decisions", []))
+        return cls(rules=rules, fallback=fallback, mcp_servers=mcp_servers, decisions=decisions)
 
     @classmethod
     def from_file(cls, path: str | Path) -> Scenario:
