@@ -11,6 +11,7 @@ from voxwire.live.codec import (
     decode_client_event,
     decode_fork_client_event,
     decode_server_event,
+    decode_sideband_client_event,
     encode_event,
     unknown_fields,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "decode_client_event",
     "decode_fork_client_event",
     "decode_server_event",
+    "decode_sideband_client_event",
     "encode_event",
     "server_events",
     "unknown_fields",

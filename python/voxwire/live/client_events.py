@@ -1,4 +1,5 @@
-"""The 15 Live client events (``openai.types.live.ClientEvent``), one class per wire ``type``.
+"""The 15 Live client events (``openai.types.live.ClientEvent``), one class per wire ``type``,
+and the sideband's own command, ``transport.dtmf.send`` (``openai.types.live.ConnectClientEvent``).
 
 Audio fields hold ``bytes`` (base64 on the wire). ``session.instructions.append``,
 ``session.thinking.append`` and ``session.commentary.append`` always carry ``delegation_id``:
@@ -16,6 +17,7 @@ from voxwire.live.objects import ForkSessionConfig, LiveSessionConfig
 __all__ = [
     "CLIENT_EVENT_TYPES",
     "FORK_CLIENT_EVENT_TYPES",
+    "SIDEBAND_CLIENT_EVENT_TYPES",
     "CommentaryAppend",
     "DecisionCreate",
     "DecisionItemCreate",
@@ -33,6 +35,7 @@ __all__ = [
     "SessionStart",
     "SessionUpdate",
     "ThinkingAppend",
+    "TransportDtmfSend",
 ]
 
 
@@ -138,6 +141,13 @@ class SessionClose(_ClientEvent, tag="session.close", frozen=True, kw_only=True)
     """End the session; the server answers ``session.closed``."""
 
 
+class TransportDtmfSend(_ClientEvent, tag="transport.dtmf.send", frozen=True, kw_only=True):
+    """Send one DTMF key (``0``-``9``, ``A``-``D``, ``*``, ``#``) to the SIP trunk: a sideband
+    command of a SIP call only, answered by ``transport.dtmf.sent``."""
+
+    event: str
+
+
 LiveClientEvent = (
     SessionStart
     | SessionUpdate
@@ -166,4 +176,17 @@ CLIENT_EVENT_TYPES: dict[str, type[_ClientEvent]] = {
 FORK_CLIENT_EVENT_TYPES: dict[str, type[_ClientEvent]] = {
     **CLIENT_EVENT_TYPES,
     "session.start": ForkSessionStart,
+}
+
+#: Wire ``type`` -> class on a sideband (``/v1/live/sessions/{id}/attach``): the session has
+#: already started and its audio travels on the primary transport (SIP, WebRTC), so
+#: ``session.start`` and ``session.input_audio.append`` are not taken; ``transport.dtmf.send``
+#: is (``openai.types.live.ConnectClientEvent``).
+SIDEBAND_CLIENT_EVENT_TYPES: dict[str, type[_ClientEvent]] = {
+    **{
+        kind: cls
+        for kind, cls in CLIENT_EVENT_TYPES.items()
+        if kind not in ("session.start", "session.input_audio.append")
+    },
+    "transport.dtmf.send": TransportDtmfSend,
 }

@@ -24,8 +24,10 @@ from msgspec import Struct
 from voxwire.live.client_events import (
     CLIENT_EVENT_TYPES,
     FORK_CLIENT_EVENT_TYPES,
+    SIDEBAND_CLIENT_EVENT_TYPES,
     ForkSessionStart,
     LiveClientEvent,
+    TransportDtmfSend,
 )
 from voxwire.live.server_events import (
     SERVER_EVENT_TYPES,
@@ -45,6 +47,7 @@ __all__ = [
     "decode_client_event",
     "decode_fork_client_event",
     "decode_server_event",
+    "decode_sideband_client_event",
     "encode_event",
     "unknown_fields",
 ]
@@ -68,6 +71,7 @@ _FREE_FORM: Final = frozenset(
 _server_decoder: Final = msgspec.json.Decoder(_SERVER_UNION)
 _client_decoder: Final = msgspec.json.Decoder(_CLIENT_UNION)
 _fork_decoder: Final = msgspec.json.Decoder(_FORK_UNION)
+_sideband_decoder: Final = msgspec.json.Decoder(_union(tuple(SIDEBAND_CLIENT_EVENT_TYPES.values())))
 _encoder: Final = msgspec.json.Encoder()
 
 
@@ -105,6 +109,18 @@ def decode_fork_client_event(
     return decoded
 
 
+def decode_sideband_client_event(
+    data: str | bytes,
+) -> LiveClientEvent | TransportDtmfSend | ProtocolErrorEvent:
+    """:func:`decode_client_event` for a sideband (``/v1/live/sessions/{id}/attach``): no
+    ``session.start`` nor input audio (the session has started; its audio is the primary
+    transport's), and ``transport.dtmf.send``. Never raises."""
+    decoded: LiveClientEvent | TransportDtmfSend | ProtocolErrorEvent = _decode_client(
+        data, _sideband_decoder, SIDEBAND_CLIENT_EVENT_TYPES
+    )
+    return decoded
+
+
 def _decode_client(
     data: str | bytes, decoder: msgspec.json.Decoder[Any], types: Mapping[str, type[Struct]]
 ) -> Any:
@@ -119,7 +135,7 @@ def _decode_client(
 
 
 def unknown_fields(
-    event: LiveReceivedEvent | LiveClientEvent | ForkSessionStart,
+    event: LiveReceivedEvent | LiveClientEvent | ForkSessionStart | TransportDtmfSend,
 ) -> dict[str, Any]:
     """The fields of a decoded event that this SDK does not model, by JSON path (for example
     ``{"session.audio.output.speed": 1.1}``); every field but ``type``/``event_id`` of an
@@ -131,7 +147,9 @@ def unknown_fields(
     return struct_unknown_fields(event)
 
 
-def encode_event(event: LiveClientEvent | ForkSessionStart | LiveServerEvent) -> str:
+def encode_event(
+    event: LiveClientEvent | ForkSessionStart | TransportDtmfSend | LiveServerEvent,
+) -> str:
     """The JSON text frame of a client or server event (audio bytes become base64)."""
     return _encoder.encode(event).decode()
 

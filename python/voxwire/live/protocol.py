@@ -24,6 +24,12 @@ The rules (h11 style: the transitions are data, below):
 * instructions, thinking and commentary are refused while an audio fixture plays;
 * after ``session.close`` is sent or ``session.closed`` received nothing more may be sent.
 
+A *sideband* (:meth:`LiveProtocol.sideband`: a second connection attached by session id to a
+SIP or WebRTC session, ``/v1/live/sessions/{id}/attach``) starts active — the session has
+already started — and sends no ``session.start`` and no input audio (the audio travels on the
+primary transport); it alone may send ``transport.dtmf.send`` (:meth:`send_dtmf`, one key per
+event, answered by ``transport.dtmf.sent`` or an ``error`` naming it).
+
 ``receive_text`` never raises: a bad frame becomes a
 :class:`~voxwire.protocol.server_events.ProtocolErrorEvent` and leaves the state as it was.
 Delegation state lives in :class:`~voxwire.live.delegations.DelegationBook` (``delegations``).
@@ -56,6 +62,7 @@ from voxwire.live.client_events import (
     SessionStart,
     SessionUpdate,
     ThinkingAppend,
+    TransportDtmfSend,
 )
 from voxwire.live.codec import decode_server_event, encode_event
 from voxwire.live.decisions import (
@@ -85,6 +92,9 @@ LiveState = Literal["idle", "starting", "active", "closing", "closed"]
 #: ``session.output_audio.fixture.play``: 30 s of mono PCM16 at 24 kHz (API reference).
 MAX_FIXTURE_BYTES: Final = 30 * 24_000 * 2
 
+#: The keys ``transport.dtmf.send`` takes (API reference): one per event.
+DTMF_KEYS: Final = frozenset("0123456789ABCD*#")
+
 _START_FIRST: Final = (
     "send session.start first and wait for session.started: a Live connection accepts nothing "
     "before its session has started"
@@ -111,6 +121,40 @@ class LiveProtocol:
         self.context_usage_ratio: float | None = None
         self.close_reason: str | None = None
         self.output_audio_end_ms = 0
+        self.attached_to: str | None = None  # the session id of a sideband
+
+    @classmethod
+    def sideband(
+        cls,
+        session_id: str,
+        session: Mapping[str, Any] | LiveSessionConfig,
+        *,
+        ids: IdFactory | None = None,
+    ) -> LiveProtocol:
+        """The core of a sideband attached to the started session ``session_id`` (the
+        ``session_id`` of a SIP call's webhook, or a WebRTC session's id). ``session``: the
+        configuration it was started or accepted with (a ``type: "live"`` key is allowed, as
+        the accept body has it), so that the rules that depend on it (who owns delegations)
+        hold before the server reports the session."""
+        if not isinstance(session_id, str) or not session_id or "/" in session_id:
+            raise ConfigurationError(
+                f"session_id={session_id!r} is invalid: expected the Live session's id, such "
+                "as the data.session_id of a live.transport.incoming webhook"
+            )
+        if isinstance(session, Mapping) and session.get("type") == "live":
+            session = {key: value for key, value in session.items() if key != "type"}
+        live = cls(ids=ids)
+        live._requested = (
+            session if isinstance(session, LiveSessionConfig) else _start_config(session)
+        )
+        live.attached_to = session_id
+        live._state = "active"
+        return live
+
+    @property
+    def session_id(self) -> str | None:
+        """The session's id: as the server reported it, else the one a sideband attached to."""
+        return self._session.id if self._session is not None else self.attached_to
 
     # --- what the wire implies ------------------------------------------------------------------
 
@@ -165,6 +209,7 @@ class LiveProtocol:
 
     def send_session_start(self, session: Mapping[str, Any] | LiveSessionConfig) -> str:
         """Queue ``session.start``; the configuration is checked here (unknown fields, types)."""
+        self._require_primary("session.start")
         if self._state != "idle":
             raise InvalidState(f"session.start was already sent (the session is {self._state})")
         config = session if isinstance(session, LiveSessionConfig) else _start_config(session)
@@ -182,6 +227,7 @@ class LiveProtocol:
         ``/v1/live/sessions/{id}/fork``): ``overrides`` of the stored session's ``audio``,
         ``client``, ``delegation``, ``store``; none inherits them all. The configuration is
         known once ``session.started`` reports it (the model is always the stored one's)."""
+        self._require_primary("session.start")
         if self._state != "idle":
             raise InvalidState(f"session.start was already sent (the session is {self._state})")
         config = _fork_config(overrides or {})
@@ -210,6 +256,7 @@ class LiveProtocol:
 
     def send_input_audio(self, audio: bytes) -> None:
         """Queue microphone audio (in the session's format; no event id: audio is not answered)."""
+        self._require_primary("session.input_audio.append")
         self._require_active()
         if not isinstance(audio, bytes | bytearray | memoryview):
             raise ConfigurationError(f"audio must be bytes, got {type(audio).__name__}")
@@ -305,6 +352,21 @@ class LiveProtocol:
             raise ConfigurationError("item_id must be the non-empty id of a decision item")
         return self._queue(DecisionItemDelete(event_id=self._ids("event"), item_id=item_id))
 
+    def send_dtmf(self, key: str) -> str:
+        """Queue ``transport.dtmf.send``: one DTMF key (``0``-``9``, ``A``-``D``, ``*``, ``#``)
+        to the SIP trunk; a sideband of a SIP call only. Send one event per key."""
+        if self.attached_to is None:
+            raise InvalidState(
+                "transport.dtmf.send is a sideband command of a SIP call: attach with "
+                "LiveProtocol.sideband(session_id, config)"
+            )
+        self._require_active()
+        if not isinstance(key, str) or key.upper() not in DTMF_KEYS or len(key) != 1:
+            raise ConfigurationError(
+                f"DTMF key {key!r} is invalid: send one key per event, one of 0-9, A-D, * or #"
+            )
+        return self._queue(TransportDtmfSend(event_id=self._ids("event"), event=key.upper()))
+
     def send_close(self) -> str:
         """Queue ``session.close``; the server answers ``session.closed``."""
         self._require_active()
@@ -313,11 +375,18 @@ class LiveProtocol:
 
     # --- rules ----------------------------------------------------------------------------------
 
-    def _queue(self, event: LiveClientEvent | ForkSessionStart) -> str:
+    def _queue(self, event: LiveClientEvent | ForkSessionStart | TransportDtmfSend) -> str:
         assert event.event_id is not None  # every queued command gets one from the factory
         self._outgoing.append(encode_event(event))
         self._pending[event.event_id] = str(type(event).__struct_config__.tag)
         return event.event_id
+
+    def _require_primary(self, kind: str) -> None:
+        if self.attached_to is not None:
+            raise InvalidState(
+                f"{kind} is not sent on a sideband: the session has already started and its "
+                "audio travels on the primary transport (the SIP call, the WebRTC peer)"
+            )
 
     def _require_active(self) -> None:
         if self._state in ("idle", "starting"):
@@ -512,4 +581,6 @@ _HANDLERS: Final[dict[type, _Handler]] = {
     se.DecisionItemCreated: LiveProtocol._on_decision_item,
     se.DecisionItemDeleted: LiveProtocol._on_decision_item,
     se.InfoEvent: LiveProtocol._answered,
+    se.TransportDtmfSent: LiveProtocol._answered,
+    se.TransportDtmfSend: LiveProtocol._answered,
 }

@@ -1,5 +1,7 @@
 """SIP calls of the Realtime API as data: the signed ``realtime.call.incoming`` webhook and the
-bodies of the call-control requests (``/v1/realtime/calls/{call_id}/accept|reject|refer|hangup``).
+bodies of the call-control requests (``/v1/realtime/calls/{call_id}/accept|reject|refer|hangup``);
+GPT-Live's incoming call too (``live.transport.incoming``, and the deprecated
+``live.call.incoming`` that existing integrations may still get: the GPT-Live SIP guide).
 
 Sans I/O like the rest of ``protocol/``: the clock comes in as ``now_s``. The client
 (:mod:`voxwire.telephony`) and the local server's SIP emulation (:mod:`voxwire.server.sip`) both
@@ -38,8 +40,11 @@ from voxwire.protocol.config import SessionConfig
 
 __all__ = [
     "DEFAULT_REJECT_STATUS",
+    "LIVE_CALL_EVENTS",
     "WEBHOOK_TOLERANCE_S",
     "CallIncomingData",
+    "LiveCallIncoming",
+    "LiveCallIncomingData",
     "RealtimeCallIncoming",
     "SipHeader",
     "WebhookEvent",
@@ -61,6 +66,8 @@ DEFAULT_REJECT_STATUS: Final = 603
 SECRET_PREFIX: Final = "whsec_"
 MAX_WEBHOOK_BYTES: Final = 1024 * 1024
 _MAX_HEADER_CHARS: Final = 8192
+#: The webhook types announcing a SIP call to GPT-Live (the second one deprecated, no data.type).
+LIVE_CALL_EVENTS: Final = ("live.transport.incoming", "live.call.incoming")
 _URI: Final = re.compile(r"^(?:tel:\+?[0-9*#().\-]{1,64}(?:;[!-~]*)?|sips?:[!-~]{1,1000})$")
 
 Headers = Mapping[str, str] | Iterable[tuple[str | bytes, str | bytes]]
@@ -99,8 +106,45 @@ class RealtimeCallIncoming(
 
     def sip_header(self, name: str) -> str | None:
         """The first SIP header called ``name`` (any case), or ``None``."""
-        wanted = name.lower()
-        return next((h.value for h in self.data.sip_headers if h.name.lower() == wanted), None)
+        return _first_header(self.data.sip_headers, name)
+
+
+class LiveCallIncomingData(Struct, frozen=True, kw_only=True):
+    session_id: str
+    sip_headers: list[SipHeader]
+    type: str | None = None  # "sip" (absent from the deprecated live.call.incoming)
+    sip_media_security: str | None = None  # "srtp", "rtp" or omitted (unknown)
+
+
+class LiveCallIncoming(Struct, frozen=True, kw_only=True):
+    """``live.transport.incoming``: a SIP call for GPT-Live, waiting to be accepted or rejected
+    by ``data.session_id`` (used as is for every Live call action: accept, the sideband, refer,
+    hangup). ``webhook_id``: as :class:`RealtimeCallIncoming`'s."""
+
+    id: str
+    type: str
+    created_at: int
+    data: LiveCallIncomingData
+    object: str | None = "event"
+    webhook_id: str = ""
+
+    @property
+    def session_id(self) -> str:
+        return self.data.session_id
+
+    @property
+    def call_id(self) -> str:
+        """The session id (the name :class:`RealtimeCallIncoming` gives the call's id)."""
+        return self.data.session_id
+
+    def sip_header(self, name: str) -> str | None:
+        """The first SIP header called ``name`` (any case), or ``None`` (untrusted)."""
+        return _first_header(self.data.sip_headers, name)
+
+
+def _first_header(headers: list[SipHeader], name: str) -> str | None:
+    wanted = name.lower()
+    return next((h.value for h in headers if h.name.lower() == wanted), None)
 
 
 class WebhookEvent(Struct, frozen=True, kw_only=True):
@@ -171,7 +215,7 @@ def verify_webhook(
     *,
     now_s: float,
     tolerance_s: float = WEBHOOK_TOLERANCE_S,
-) -> RealtimeCallIncoming | WebhookEvent:
+) -> RealtimeCallIncoming | LiveCallIncoming | WebhookEvent:
     """Check a webhook request's signature and timestamp, then parse its body. Raises
     :class:`~voxwire.exceptions.WebhookError` (``reason`` and a message saying what to check)
     for a missing header, a forged or stale request, or a body that is not an event."""
@@ -231,7 +275,7 @@ def _v1_signatures(header: str) -> list[bytes]:
 
 def parse_webhook_event(
     body: bytes | str, *, webhook_id: str = ""
-) -> RealtimeCallIncoming | WebhookEvent:
+) -> RealtimeCallIncoming | LiveCallIncoming | WebhookEvent:
     """The event in a (verified) webhook body; raises :class:`WebhookError` (``malformed``)
     if it is not one."""
     raw = body.encode() if isinstance(body, str) else body
@@ -244,9 +288,11 @@ def parse_webhook_event(
     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
         raise WebhookError("malformed", "the webhook body is not an event object with a 'type'")
     data["webhook_id"] = webhook_id
-    target: type[RealtimeCallIncoming | WebhookEvent] = (
-        RealtimeCallIncoming if data["type"] == "realtime.call.incoming" else WebhookEvent
-    )
+    target: type[RealtimeCallIncoming | LiveCallIncoming | WebhookEvent] = WebhookEvent
+    if data["type"] == "realtime.call.incoming":
+        target = RealtimeCallIncoming
+    elif data["type"] in LIVE_CALL_EVENTS:
+        target = LiveCallIncoming
     try:
         return msgspec.convert(data, target)
     except msgspec.ValidationError as exc:

@@ -24,8 +24,9 @@ rule matches is delegated to the scripted Decisions model (``decision.event``); 
 
 A session started with ``store: true`` is kept (configuration and conversation) and, once its
 connection has ended, can be forked on ``/v1/live/sessions/{id}/fork`` — the hosted service's
-way of going on after a lost connection (:mod:`voxwire.server.core.live_forks`). Not emulated:
-sideband and WebRTC.
+way of going on after a lost connection (:mod:`voxwire.server.core.live_forks`). A SIP call
+accepted as Live is served to its sideband by :mod:`voxwire.server.live_sip`. Not emulated:
+WebRTC and a sideband of a WebSocket session.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -67,20 +69,30 @@ from voxwire.server.core.turn import CallTool, Say, Turn
 from voxwire.server.core.turn_detection import SpeechStarted, SpeechStopped
 from voxwire.server.engines.vad import TurnDetector
 
-__all__ = ["LIVE_PATH", "LiveConnection", "fork_source"]
+__all__ = ["LIVE_PATH", "LiveConnection", "attach_source", "fork_source"]
 
 log = logging.getLogger("voxwire.server.live")
 
 LIVE_PATH = "/v1/live/sessions"
 _FORK_SUFFIX = "/fork"
+_ATTACH_SUFFIX = "/attach"
 
 
 def fork_source(path: str) -> str | None:
     """The stored session id of a fork path (``/v1/live/sessions/{id}/fork``), else ``None``."""
+    return _session_of(path, _FORK_SUFFIX)
+
+
+def attach_source(path: str) -> str | None:
+    """The session id of a sideband path (``/v1/live/sessions/{id}/attach``), else ``None``."""
+    return _session_of(path, _ATTACH_SUFFIX)
+
+
+def _session_of(path: str, suffix: str) -> str | None:
     prefix = LIVE_PATH + "/"
-    if not (path.startswith(prefix) and path.endswith(_FORK_SUFFIX)):
+    if not (path.startswith(prefix) and path.endswith(suffix)):
         return None
-    session_id = path[len(prefix) : -len(_FORK_SUFFIX)]
+    session_id = path[len(prefix) : -len(suffix)]
     return session_id if session_id and "/" not in session_id else None
 
 
@@ -102,7 +114,9 @@ class LiveConnection:
         self._settings = settings
         ids = ServerIds(settings.ids_seed)
         self._core = LiveServerSession(ids, stored, fork_of)
-        self._decode = decode_client_event if fork_of is None else decode_fork_client_event
+        self._decode: Callable[[str | bytes], Any] = (
+            decode_client_event if fork_of is None else decode_fork_client_event
+        )
         self._detector = TurnDetector.from_session(_VAD, ids)
         self._input = bytearray()  # the whole input timeline (bounded by the session's length)
         self._speech_start_ms: int | None = None

@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -40,7 +40,7 @@ from voxwire.protocol import (
 from voxwire.server.connection import RealtimeConnection
 from voxwire.server.core.config import input_format, output_format
 
-__all__ = ["PHONE_RATE_HZ", "Caller", "Pause", "PhoneLine", "Press", "Speak"]
+__all__ = ["PHONE_RATE_HZ", "Caller", "CallerSink", "Pause", "PhoneLine", "Press", "Speak"]
 
 PHONE_RATE_HZ: Final = 8000
 _DIGITS: Final = re.compile(r"^[0-9*#A-D]+$")
@@ -105,6 +105,46 @@ class Caller:
         return cls((Speak.from_wav(path),), pace=pace)
 
 
+class CallerSink(Protocol):
+    """Where the caller goes: the session's input (a Realtime connection, a Live call's)."""
+
+    def input_format(self) -> tuple[str, int]:
+        """The input audio's type (``audio/pcm``, ``audio/pcmu``…) and rate now."""
+        ...
+
+    async def caller_audio(self, frame: bytes) -> None:
+        """One frame of the caller's audio, in :meth:`input_format`."""
+        ...
+
+    async def caller_key(self, digit: str) -> None:
+        """The caller pressed ``digit``."""
+        ...
+
+
+@dataclass
+class _RealtimeSink:
+    """A Realtime connection's input: audio as ``input_audio_buffer.append`` frames, keys as
+    ``input_audio_buffer.dtmf_event_received`` events."""
+
+    line: PhoneLine
+    connection: RealtimeConnection
+
+    def input_format(self) -> tuple[str, int]:
+        fmt = input_format(self.connection.session.session)
+        return fmt.type, fmt.sample_format.sample_rate_hz
+
+    async def caller_audio(self, frame: bytes) -> None:
+        audio = base64.b64encode(frame).decode()
+        await self.connection.feed(
+            json.dumps({"type": "input_audio_buffer.append", "audio": audio})
+        )
+
+    async def caller_key(self, digit: str) -> None:
+        event = InputAudioBufferDtmfEventReceived(event=digit, received_at=int(time.time()))
+        self.line.dtmf_sent.append(event)
+        await self.connection.send_events([event])
+
+
 @dataclass
 class PhoneLine:
     """One call's phone: feeds the caller into ``connection`` and records the agent."""
@@ -116,6 +156,7 @@ class PhoneLine:
     _from_rate_hz: int = 0
     dtmf_sent: list[InputAudioBufferDtmfEventReceived] = field(default_factory=list)
     connection: RealtimeConnection | None = None
+    keys_heard: list[str] = field(default_factory=list)  # DTMF the agent sent to the phone
 
     # --- what the agent says --------------------------------------------------------------------
 
@@ -133,10 +174,18 @@ class PhoneLine:
 
     def _play(self, audio: bytes) -> None:
         assert self.connection is not None
-        fmt = output_format(self.connection.session.session)
-        if fmt.type == "audio/pcmu":
+        self.play_agent(audio, output_format(self.connection.session.session).type)
+
+    def ready(self) -> None:
+        """The session is up: the caller may start (``session.created`` / ``started`` sent)."""
+        self._ready.set()
+
+    def play_agent(self, audio: bytes, audio_type: str) -> None:
+        """The agent's audio (``audio_type``: G.711 at 8 kHz, else PCM16 at 24 kHz) into the
+        phone."""
+        if audio_type == "audio/pcmu":
             pcm, rate_hz = g711.ulaw_decode(audio), PHONE_RATE_HZ
-        elif fmt.type == "audio/pcma":
+        elif audio_type == "audio/pcma":
             pcm, rate_hz = g711.alaw_decode(audio), PHONE_RATE_HZ
         else:
             pcm, rate_hz = np.frombuffer(audio, dtype="<i2").astype(np.int16), 24_000
@@ -158,59 +207,52 @@ class PhoneLine:
 
     async def play_caller(self, connection: RealtimeConnection) -> None:
         """Play the caller's steps into ``connection`` once its ``session.created`` is out."""
+        await self.play_into(_RealtimeSink(self, connection))
+
+    async def play_into(self, sink: CallerSink) -> None:
+        """Play the caller's steps into ``sink`` once the session is up (:meth:`ready`)."""
         await self._ready.wait()
         loop = asyncio.get_running_loop()
         start, sent_ms = loop.time(), 0.0
         for step in self.caller.steps:
             if isinstance(step, Press):
                 for digit in step.digits:
-                    event = InputAudioBufferDtmfEventReceived(
-                        event=digit, received_at=int(time.time())
-                    )
-                    self.dtmf_sent.append(event)
-                    await connection.send_events([event])
-                    sent_ms = await self._silence(connection, step.interval_ms, start, sent_ms)
+                    await sink.caller_key(digit)
+                    sent_ms = await self._silence(sink, step.interval_ms, start, sent_ms)
                 continue
             if isinstance(step, Pause):
-                sent_ms = await self._silence(connection, step.ms, start, sent_ms)
+                sent_ms = await self._silence(sink, step.ms, start, sent_ms)
                 continue
-            for frame in self._frames(connection, step):
-                await self._append(connection, frame)
+            for frame in self._frames(sink, step):
+                await sink.caller_audio(frame)
                 sent_ms += self.caller.frame_ms
                 await self._keep_pace(start, sent_ms)
 
-    async def _silence(
-        self, connection: RealtimeConnection, ms: int, start: float, sent_ms: float
-    ) -> float:
+    async def _silence(self, sink: CallerSink, ms: int, start: float, sent_ms: float) -> float:
         frame_ms = self.caller.frame_ms
         rate_hz = 24_000
         quiet = Speak(np.zeros(rate_hz * frame_ms // 1000, np.int16), rate_hz)
         for _ in range(max(0, ms) // frame_ms):
-            for frame in self._frames(connection, quiet):
-                await self._append(connection, frame)
+            for frame in self._frames(sink, quiet):
+                await sink.caller_audio(frame)
             sent_ms += frame_ms
             await self._keep_pace(start, sent_ms)
         return sent_ms
 
-    def _frames(self, connection: RealtimeConnection, speech: Speak) -> list[bytes]:
+    def _frames(self, sink: CallerSink, speech: Speak) -> list[bytes]:
         """``speech`` in the session's input format, cut into frames."""
-        fmt = input_format(connection.session.session)
-        rate_hz = fmt.sample_format.sample_rate_hz
+        audio_type, rate_hz = sink.input_format()
         pcm = speech.pcm
         if speech.rate_hz != rate_hz:
             resampler = Resampler(speech.rate_hz, rate_hz)
             pcm = np.concatenate([resampler.process(pcm), resampler.flush()])
         per_frame = rate_hz * self.caller.frame_ms // 1000
         frames = [pcm[i : i + per_frame] for i in range(0, len(pcm), per_frame)]
-        if fmt.type == "audio/pcmu":
+        if audio_type == "audio/pcmu":
             return [g711.ulaw_encode(f) for f in frames]
-        if fmt.type == "audio/pcma":
+        if audio_type == "audio/pcma":
             return [g711.alaw_encode(f) for f in frames]
         return [f.astype("<i2").tobytes() for f in frames]
-
-    async def _append(self, connection: RealtimeConnection, frame: bytes) -> None:
-        audio = base64.b64encode(frame).decode()
-        await connection.feed(json.dumps({"type": "input_audio_buffer.append", "audio": audio}))
 
     async def _keep_pace(self, start: float, sent_ms: float) -> None:
         if self.caller.pace == 0:

@@ -39,7 +39,7 @@ from voxwire.server.engines.responder import Responder, RulesResponder, Scenario
 from voxwire.server.engines.transcribe import Transcriber, WhisperTranscriber
 from voxwire.server.engines.tts import ENGINES, Voice
 from voxwire.server.faults import Fault
-from voxwire.server.live import LIVE_PATH, LiveConnection, fork_source
+from voxwire.server.live import LIVE_PATH, LiveConnection, attach_source, fork_source
 from voxwire.server.responses import Pacing
 
 __all__ = ["RealtimeServer"]
@@ -76,6 +76,12 @@ class CallLines(Protocol):
     def connect(
         self, call_id: str, ws: ServerConnection, settings: ConnectionSettings
     ) -> RealtimeConnection: ...
+
+    def live_attachable(self, session_id: str) -> bool: ...
+
+    def attach_live(
+        self, session_id: str, ws: ServerConnection, settings: ConnectionSettings
+    ) -> LiveConnection: ...
 
 
 class RealtimeServer:
@@ -191,9 +197,8 @@ class RealtimeServer:
 
         async def handler(ws: ServerConnection) -> None:
             assert ws.request is not None
-            if _is_live(ws.request.path):  # GPT-Live (server/live.py), a fork too
-                fork_of = fork_source(urlsplit(ws.request.path).path)
-                return await LiveConnection(ws, settings, self.live_sessions, fork_of).serve()
+            if _is_live(ws.request.path):  # GPT-Live: a session, a fork, a SIP call's sideband
+                return await self._live_connection(ws, settings).serve()
             query = parse_qs(urlsplit(ws.request.path).query)
             model = query.get("model", [DEFAULT_MODEL])[0]
             call_id = query.get("call_id", [None])[0]
@@ -225,6 +230,17 @@ class RealtimeServer:
         except BaseException:
             self._close_voice()
             raise
+
+    def _live_connection(
+        self, ws: ServerConnection, settings: ConnectionSettings
+    ) -> LiveConnection:
+        assert ws.request is not None
+        path = urlsplit(ws.request.path).path
+        attach_to = attach_source(path)
+        if attach_to is not None:  # a Live SIP call's sideband (server/live_sip.py)
+            assert self._calls is not None  # checked at the handshake
+            return self._calls.attach_live(attach_to, ws, settings)
+        return LiveConnection(ws, settings, self.live_sessions, fork_source(path))
 
     async def close(self) -> None:
         """Stop listening, close every connection (a close frame, 1001) and wait for their
@@ -311,6 +327,17 @@ class RealtimeServer:
                 "Incorrect API key provided. Send 'Authorization: Bearer <token>' with the "
                 "token this voxwire server was started with.",
             )
+        attach_to = attach_source(path)
+        if attach_to is not None and (
+            self._calls is None or not self._calls.live_attachable(attach_to)
+        ):
+            return _json_response(
+                ws,
+                HTTPStatus.NOT_FOUND,
+                "session_not_found",
+                f"No accepted SIP session {attach_to[:128]!r} without a sideband: accept the "
+                "call first (POST /v1/live/sessions/{session_id}/accept); one sideband per call.",
+            )
         call_id = parse_qs(urlsplit(request.path).query).get("call_id", [None])[0]
         if call_id is not None and (self._calls is None or not self._calls.attachable(call_id)):
             return _json_response(
@@ -379,6 +406,6 @@ def _json_response(ws: ServerConnection, status: HTTPStatus, code: str, message:
 
 
 def _is_live(path: str) -> bool:
-    """A GPT-Live endpoint: the sessions path, or a stored session's fork."""
+    """A GPT-Live endpoint: the sessions path, a stored session's fork, a sideband."""
     path = urlsplit(path).path
-    return path == LIVE_PATH or fork_source(path) is not None
+    return path == LIVE_PATH or fork_source(path) is not None or attach_source(path) is not None

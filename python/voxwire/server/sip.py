@@ -8,6 +8,11 @@ by ``call_id`` on the server's websocket (``/v1/realtime?call_id=…``) and the 
 (:mod:`voxwire.server.phone`) plays the caller into it and records the agent. ``refer`` and
 ``hangup`` end the call: the phone stops and the call's websockets are closed (1000).
 
+GPT-Live: ``trunk.call(caller, api="live")`` announces the call as ``live.transport.incoming``
+(``data.type: "sip"``, ``data.session_id``, ``data.sip_headers``); it is controlled with
+``POST /v1/live/sessions/{session_id}/accept|reject|refer|hangup`` and its session runs when
+the sideband attaches (``/v1/live/sessions/{session_id}/attach``; :mod:`voxwire.server.live_sip`).
+
 The REST endpoints listen on a port of their own: the websocket server reads only ``GET``
 handshakes, so the few REST routes are served with h11 (a sans-I/O HTTP/1.1 parser, the
 ``telephony`` extra) over asyncio streams; the webhook is sent with h11 too, to an ``http://``
@@ -32,8 +37,9 @@ from websockets.exceptions import ConnectionClosed
 
 from voxwire.protocol.sip import sign_webhook
 from voxwire.server.connection import ConnectionSettings, RealtimeConnection
-from voxwire.server.core.calls import Call, CallBook, RestAnswer, unauthorized
+from voxwire.server.core.calls import Call, CallApi, CallBook, RestAnswer, unauthorized
 from voxwire.server.listening import StartsAndCloses
+from voxwire.server.live_sip import LiveCallConnection
 from voxwire.server.phone import Caller, PhoneLine
 from voxwire.server.server import RealtimeServer
 
@@ -63,6 +69,7 @@ class PhoneCall:
     call: Call
     line: PhoneLine
     webhook_status: int | None = None  # the application's HTTP answer to the webhook
+    live: LiveCallConnection | None = None  # the Live session of a call accepted as Live
     _settled: asyncio.Event = field(default_factory=asyncio.Event)
     _ended: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -158,18 +165,27 @@ class SipTrunk(StartsAndCloses):
     # --- calls ----------------------------------------------------------------------------------
 
     async def call(
-        self, caller: Caller | None = None, *, sip_headers: dict[str, str] | None = None
+        self,
+        caller: Caller | None = None,
+        *,
+        sip_headers: dict[str, str] | None = None,
+        api: CallApi = "realtime",
     ) -> PhoneCall:
-        """Ring: a new call, announced to the webhook (returns once the webhook was answered)."""
+        """Ring: a new call, announced to the webhook (returns once the webhook was answered):
+        to the Realtime API (``realtime.call.incoming``) or, with ``api="live"``, to GPT-Live
+        (``live.transport.incoming``)."""
+        if api not in ("realtime", "live"):
+            raise ValueError(f"api={api!r} is invalid: expected 'realtime' or 'live'")
         number = next(self._ids)
-        call_id = f"rtc_{number:04d}{time.time_ns() % 10**12:012d}"
+        prefix = "rtc" if api == "realtime" else "sess_sip"
+        call_id = f"{prefix}_{number:04d}{time.time_ns() % 10**12:012d}"
         headers = sip_headers or {
             "From": f'"Caller" <sip:+1555010{number:04d}@pstn.example>',
             "To": "<sip:+18005550100@sip.api.openai.com>",
             "Call-ID": f"{call_id}@pstn.example",
         }
         sip = [{"name": k, "value": v} for k, v in headers.items()]
-        phone = PhoneCall(self.book.ring(call_id, sip), PhoneLine(caller or Caller()))
+        phone = PhoneCall(self.book.ring(call_id, sip, api), PhoneLine(caller or Caller()))
         self.calls[call_id] = phone
         event = {
             "object": "event",
@@ -178,6 +194,9 @@ class SipTrunk(StartsAndCloses):
             "created_at": int(time.time()),
             "data": {"call_id": call_id, "sip_headers": sip},
         }
+        if api == "live":
+            event["type"] = "live.transport.incoming"
+            event["data"] = {"type": "sip", "session_id": call_id, "sip_headers": sip}
         phone.webhook_status = await self._post_webhook(json.dumps(event).encode())
         return phone
 
@@ -227,7 +246,47 @@ class SipTrunk(StartsAndCloses):
     # --- the server's side: attaching a websocket by call_id ------------------------------------
 
     def attachable(self, call_id: str) -> bool:
-        return self.book.attachable(call_id) is not None
+        call = self.book.attachable(call_id)
+        return call is not None and call.api == "realtime"
+
+    def live_attachable(self, session_id: str) -> bool:
+        """A Live call accepted and without a sideband yet."""
+        call = self.book.attachable(session_id)
+        return call is not None and call.api == "live" and not call.attached
+
+    def attach_live(
+        self, session_id: str, ws: ServerConnection, settings: ConnectionSettings
+    ) -> LiveCallConnection:
+        """The sideband of an accepted Live call: its session starts, the caller with it."""
+        phone = self.calls[session_id]
+        connection = LiveCallConnection(
+            ws,
+            settings,
+            self._server.live_sessions,
+            phone.call,
+            phone.line,
+            on_end=lambda: self._session_ended(phone),
+        )
+        phone.call.attached += 1
+        phone._sockets.append(ws)
+        phone.live = connection
+        task = asyncio.create_task(self._play_live(phone, connection), name="voxwire-sip-caller")
+        phone._tasks.append(task)
+        return connection
+
+    def _session_ended(self, phone: PhoneCall) -> None:
+        """The Live session of a call ended with its sideband: the call ends with it."""
+        if phone.call.state == "accepted":
+            phone.call.state = "ended"
+            self._hang_up_later(phone)
+
+    async def _play_live(self, phone: PhoneCall, connection: LiveCallConnection) -> None:
+        try:
+            await phone.line.play_into(connection)
+        except ConnectionClosed:
+            pass  # the application left the call
+        except Exception:
+            log.exception("the caller of call %s failed", phone.call_id)
 
     def connect(
         self, call_id: str, ws: ServerConnection, settings: ConnectionSettings
@@ -258,6 +317,8 @@ class SipTrunk(StartsAndCloses):
         for task in phone._tasks:
             task.cancel()
         await asyncio.gather(*phone._tasks, return_exceptions=True)
+        if phone.live is not None:
+            await phone.live.end()
         for ws in phone._sockets:
             with contextlib.suppress(Exception):
                 await ws.close(1000, f"call {phone.call.state}")
@@ -334,7 +395,10 @@ class SipTrunk(StartsAndCloses):
             if call.state in ("rejected", "referred", "ended"):
                 # After the answer has gone: closing the call's websocket waits for the client,
                 # which may be the one waiting for this answer (a tool calling refer).
-                task = asyncio.create_task(self._hang_up_line(phone), name="voxwire-sip-hangup")
-                self._handlers.add(task)
-                task.add_done_callback(self._handlers.discard)
+                self._hang_up_later(phone)
         return answer
+
+    def _hang_up_later(self, phone: PhoneCall) -> None:
+        task = asyncio.create_task(self._hang_up_line(phone), name="voxwire-sip-hangup")
+        self._handlers.add(task)
+        task.add_done_callback(self._handlers.discard)

@@ -1,6 +1,7 @@
 """Phone calls. SIP (the Realtime API's own phone path): :mod:`~voxwire.telephony.webhooks`
 (verify the incoming-call webhook; an ASGI app), :mod:`~voxwire.telephony.sip` (accept, reject,
-refer, hang up; needs the ``telephony`` extra), :mod:`~voxwire.telephony.tools` (transfer and
+refer, hang up; needs the ``telephony`` extra), :mod:`~voxwire.telephony.live` (the same for
+calls answered by GPT-Live), :mod:`~voxwire.telephony.tools` (transfer and
 hang-up tools), :mod:`~voxwire.telephony.dtmf` (collect keys). Twilio Media Streams:
 :mod:`~voxwire.telephony.twilio` (the bridge, ``voxwire phone``, a call simulator for tests).
 See docs/telephony.md.
@@ -8,13 +9,14 @@ See docs/telephony.md.
 Import from the submodules; the names below are the ones that need no extra.
 """
 
-from voxwire.protocol.sip import RealtimeCallIncoming, SipHeader, WebhookEvent
+from voxwire.protocol.sip import LiveCallIncoming, RealtimeCallIncoming, SipHeader, WebhookEvent
 from voxwire.telephony.dtmf import DigitCollector, Digits, collect_digits
 from voxwire.telephony.webhooks import WebhookApp, verify
 
 __all__ = [
     "DigitCollector",
     "Digits",
+    "LiveCallIncoming",
     "RealtimeCallIncoming",
     "SipHeader",
     "WebhookApp",

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, ClassVar, Final, TypeVar
 
 try:
     import httpx
@@ -32,16 +32,20 @@ from voxwire.exceptions import CallControlError, ConfigurationError
 from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.sip import accept_body, refer_body, reject_body
 
-__all__ = ["DEFAULT_API_BASE_URL", "SipCalls"]
+__all__ = ["DEFAULT_API_BASE_URL", "CallControl", "SipCalls"]
 
 DEFAULT_API_BASE_URL: Final = "https://api.openai.com/v1"
+_Control = TypeVar("_Control", bound="CallControl")
 
 
-class SipCalls:
-    """The call-control client. ``api_key`` defaults to ``OPENAI_API_KEY`` (none is sent when
-    neither is set: a local server without a token); ``base_url`` to the hosted API (a local
-    server's trunk: ``trunk.api_base_url``); ``http_client``: your own ``httpx.AsyncClient``
-    (then yours to close). Use ``async with`` or :meth:`aclose`."""
+class CallControl:
+    """What every call-control client shares: the HTTP client, the key, the POST to
+    ``{base_url}/{calls_path}/{id}/{action}`` and its errors, ``reject``, ``refer``, ``hangup``.
+    :class:`SipCalls` (Realtime) and :class:`voxwire.telephony.live.LiveCalls` (GPT-Live) add
+    their ``accept``."""
+
+    calls_path: ClassVar[str] = "realtime/calls"
+    id_source: ClassVar[str] = "the data.call_id of the realtime.call.incoming webhook"
 
     def __init__(
         self,
@@ -63,22 +67,7 @@ class SipCalls:
         self._http = http_client or httpx.AsyncClient(timeout=timeout_s)
 
     def __repr__(self) -> str:  # the key never shows
-        return f"SipCalls(base_url={self._base_url!r})"
-
-    async def accept(
-        self,
-        call_id: str,
-        agent: RealtimeAgent | None = None,
-        *,
-        config: SessionConfig | Mapping[str, Any] | None = None,
-        model: str | None = None,
-    ) -> dict[str, Any]:
-        """Accept the call with ``agent``'s configuration over ``config``; returns the body
-        sent (the session configuration)."""
-        resolved = await resolve_agent(agent) if agent is not None else None
-        body = accept_body(agent_session_config(config, resolved), model=model)
-        await self._post(call_id, "accept", body)
-        return body
+        return f"{type(self).__name__}(base_url={self._base_url!r})"
 
     async def reject(self, call_id: str, status_code: int | None = None) -> None:
         """Decline the call with a SIP status code (default 603 Decline; 486 Busy Here…)."""
@@ -94,11 +83,8 @@ class SipCalls:
 
     async def _post(self, call_id: str, action: str, body: dict[str, Any] | None) -> None:
         if not isinstance(call_id, str) or not call_id or "/" in call_id:
-            raise ConfigurationError(
-                f"call_id={call_id!r} is invalid: expected the data.call_id of the "
-                "realtime.call.incoming webhook"
-            )
-        url = f"{self._base_url}/realtime/calls/{call_id}/{action}"
+            raise ConfigurationError(f"call_id={call_id!r} is invalid: expected {self.id_source}")
+        url = f"{self._base_url}/{self.calls_path}/{call_id}/{action}"
         try:
             response = await self._http.post(url, json=body, headers=self._headers)
         except httpx.HTTPError as exc:
@@ -118,7 +104,7 @@ class SipCalls:
         if self._own:
             await self._http.aclose()
 
-    async def __aenter__(self) -> SipCalls:
+    async def __aenter__(self: _Control) -> _Control:
         return self
 
     async def __aexit__(
@@ -128,6 +114,29 @@ class SipCalls:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+class SipCalls(CallControl):
+    """The call-control client of Realtime SIP calls. ``api_key`` defaults to
+    ``OPENAI_API_KEY`` (none is sent when neither is set: a local server without a token);
+    ``base_url`` to the hosted API (a local server's trunk: ``trunk.api_base_url``);
+    ``http_client``: your own ``httpx.AsyncClient`` (then yours to close). Use ``async with``
+    or :meth:`aclose`."""
+
+    async def accept(
+        self,
+        call_id: str,
+        agent: RealtimeAgent | None = None,
+        *,
+        config: SessionConfig | Mapping[str, Any] | None = None,
+        model: str | None = None,
+    ) -> dict[str, Any]:
+        """Accept the call with ``agent``'s configuration over ``config``; returns the body
+        sent (the session configuration)."""
+        resolved = await resolve_agent(agent) if agent is not None else None
+        body = accept_body(agent_session_config(config, resolved), model=model)
+        await self._post(call_id, "accept", body)
+        return body
 
 
 def _error_of(response: httpx.Response) -> tuple[str | None, str]:

@@ -1,4 +1,5 @@
-"""The ``realtime.call.incoming`` webhook: verify it, parse it, and a small ASGI app for it.
+"""The incoming-call webhooks (``realtime.call.incoming``; GPT-Live's ``live.transport.incoming``):
+verify them, parse them, and a small ASGI app for them.
 
 :func:`verify` is framework-agnostic: give it the request's headers, its raw body (the bytes as
 received — parsing and re-encoding the JSON first breaks the signature) and the ``whsec_…``
@@ -10,7 +11,8 @@ service signs with; see :mod:`voxwire.protocol.sip` for each rule and where it c
 server, e.g. ``uvicorn module:app``, or mount it in one): it answers ``200`` at once to a verified
 call, ``400`` to a refused request (and says why), ignores a delivery it already answered (the
 service retries with the same ``webhook-id``), and runs ``on_call(event)`` as a task it owns —
-accepting the call and running its session happens after the webhook has been answered.
+accepting the call and running its session happens after the webhook has been answered. A call
+for GPT-Live runs ``on_live_call(event)`` (:class:`~voxwire.protocol.sip.LiveCallIncoming`).
 """
 
 from __future__ import annotations
@@ -29,13 +31,14 @@ from voxwire.protocol.sip import (
     MAX_WEBHOOK_BYTES,
     WEBHOOK_TOLERANCE_S,
     Headers,
+    LiveCallIncoming,
     RealtimeCallIncoming,
     WebhookEvent,
     verify_webhook,
     webhook_key,
 )
 
-__all__ = ["CallHandler", "WebhookApp", "verify"]
+__all__ = ["CallHandler", "LiveCallHandler", "WebhookApp", "verify"]
 
 log = logging.getLogger("voxwire.telephony")
 
@@ -44,6 +47,7 @@ Message: TypeAlias = MutableMapping[str, Any]
 Receive: TypeAlias = Callable[[], Awaitable[Message]]
 Send: TypeAlias = Callable[[Message], Awaitable[None]]
 CallHandler: TypeAlias = Callable[[RealtimeCallIncoming], "Awaitable[None] | None"]
+LiveCallHandler: TypeAlias = Callable[[LiveCallIncoming], "Awaitable[None] | None"]
 _REMEMBERED_IDS: Final = 4096
 
 
@@ -54,9 +58,10 @@ def verify(
     *,
     tolerance_s: float = WEBHOOK_TOLERANCE_S,
     now_s: float | None = None,
-) -> RealtimeCallIncoming | WebhookEvent:
+) -> RealtimeCallIncoming | LiveCallIncoming | WebhookEvent:
     """Verify a webhook request and return its event (:class:`RealtimeCallIncoming` for an
-    incoming call, :class:`WebhookEvent` for any other type). ``headers``: a mapping (any case)
+    incoming call, :class:`LiveCallIncoming` for one to GPT-Live, :class:`WebhookEvent` for any
+    other type). ``headers``: a mapping (any case)
     or ``(name, value)`` pairs (ASGI's bytes pairs too); ``now_s`` defaults to the clock."""
     now = time.time() if now_s is None else now_s
     return verify_webhook(headers, body, secret, now_s=now, tolerance_s=tolerance_s)
@@ -68,12 +73,18 @@ class WebhookApp:
     def __init__(
         self,
         secret: str,
-        on_call: CallHandler,
+        on_call: CallHandler | None = None,
         *,
+        on_live_call: LiveCallHandler | None = None,
         tolerance_s: float = WEBHOOK_TOLERANCE_S,
     ) -> None:
         webhook_key(secret)  # checked now: a wrong secret is a setup error, not a 400 later
+        if on_call is None and on_live_call is None:
+            raise ValueError(
+                "WebhookApp needs on_call (Realtime calls), on_live_call (GPT-Live calls) or both"
+            )
         self._secret, self._on_call, self._tolerance_s = secret, on_call, tolerance_s
+        self._on_live_call = on_live_call
         self._seen: OrderedDict[str, None] = OrderedDict()
         self.tasks: set[asyncio.Task[None]] = set()
         self.refused: list[WebhookError] = []
@@ -100,8 +111,16 @@ class WebhookApp:
             return
         first = self._remember(event.webhook_id)
         await _respond(send, 200, {"ok": True})
-        if first and isinstance(event, RealtimeCallIncoming):
-            task = asyncio.create_task(self._run(event), name=f"voxwire-call-{event.call_id}")
+        handler: Callable[[Any], Awaitable[None] | None] | None = None
+        if isinstance(event, RealtimeCallIncoming):
+            handler = self._on_call
+        elif isinstance(event, LiveCallIncoming):
+            handler = self._on_live_call
+        if first and handler is not None:
+            assert not isinstance(event, WebhookEvent)
+            task = asyncio.create_task(
+                self._run(handler, event), name=f"voxwire-call-{event.call_id}"
+            )
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
 
@@ -113,9 +132,13 @@ class WebhookApp:
             self._seen.popitem(last=False)
         return True
 
-    async def _run(self, event: RealtimeCallIncoming) -> None:
+    async def _run(
+        self,
+        handler: Callable[[Any], Awaitable[None] | None],
+        event: RealtimeCallIncoming | LiveCallIncoming,
+    ) -> None:
         try:
-            result = self._on_call(event)
+            result = handler(event)
             if inspect.isawaitable(result):
                 await result
         except Exception:

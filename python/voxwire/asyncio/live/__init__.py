@@ -18,6 +18,7 @@ from voxwire.asyncio.live.delegation import (
 from voxwire.asyncio.live.events import (
     DelegationAnsweredEvent,
     DelegationStartedEvent,
+    DtmfSentEvent,
     LiveAudioEvent,
     LiveEvent,
     LiveGuardrailTrippedEvent,
@@ -39,6 +40,7 @@ __all__ = [
     "DelegationAnsweredEvent",
     "DelegationRequest",
     "DelegationStartedEvent",
+    "DtmfSentEvent",
     "LiveAudioEvent",
     "LiveDecisionEvent",
     "LiveDecisions",

@@ -119,13 +119,13 @@ class LiveConnecting:
         except BaseException:
             await self._recording.aclose()  # the conversation's lease goes back
             raise
-        assert self.protocol.session is not None
+        assert self.protocol.session_id is not None  # started, or a sideband's
         self._spans.started(
             **{
                 "voxwire.agent": self.agent.name,
                 "gen_ai.request.model": model,
                 "voxwire.delegation": delegation,
-                "voxwire.live.session_id": self.protocol.session.id,
+                "voxwire.live.session_id": self.protocol.session_id,
             }
         )
         self._tasks.spawn(self._receive(), name="live receive", kind="receive")

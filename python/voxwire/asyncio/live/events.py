@@ -19,6 +19,7 @@ from typing import Literal, TypeAlias
 from voxwire.agents.guardrail import GuardrailResult
 from voxwire.asyncio.events import (
     CloseEvent,
+    DtmfEvent,
     ErrorEvent,
     MetricsCollectedEvent,
     ReconnectingEvent,
@@ -32,6 +33,7 @@ from voxwire.asyncio.observability.records import SessionMetrics
 __all__ = [
     "DelegationAnsweredEvent",
     "DelegationStartedEvent",
+    "DtmfSentEvent",
     "LiveAudioEvent",
     "LiveEvent",
     "LiveGuardrailTrippedEvent",
@@ -124,6 +126,16 @@ class LiveReconnectedEvent:
     abandoned_delegations: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DtmfSentEvent:
+    """A key ``send_dtmf`` sent on a SIP call's sideband reached the trunk
+    (``transport.dtmf.sent``); ``event_id``: the one ``send_dtmf`` returned."""
+
+    type: Literal["dtmf_sent"] = field(default="dtmf_sent", init=False)
+    key: str
+    event_id: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class LiveHistoryItem:
     """One stretch of the conversation: what the user said, or what the listener heard of the
@@ -176,6 +188,8 @@ LiveEvent: TypeAlias = (
     | ToolStartEvent
     | ToolEndEvent
     | ToolApprovalRequestedEvent
+    | DtmfEvent
+    | DtmfSentEvent
     | MetricsCollectedEvent
     | ErrorEvent
     | CloseEvent

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from websockets.asyncio.client import ClientConnection
@@ -46,7 +46,6 @@ from voxwire.asyncio.connection.reconnect import ReconnectPolicy, SessionReconne
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.events.queue import EventQueue, QueueClosed
 from voxwire.asyncio.live.config import DelegationMode
-from voxwire.asyncio.live.connection import LiveConnecting
 from voxwire.asyncio.live.decisions import LiveDecisions, SessionDecisions, check_delegation_mode
 from voxwire.asyncio.live.delegation import (
     ClientBackend,
@@ -67,6 +66,7 @@ from voxwire.asyncio.live.microphone import LiveMicrophone
 from voxwire.asyncio.live.playback import LivePlayback, live_output
 from voxwire.asyncio.live.recording import LiveRecording
 from voxwire.asyncio.live.replies import Replies
+from voxwire.asyncio.live.sideband import LiveSideband, check_attach_options
 from voxwire.asyncio.live.spans import LiveSpans
 from voxwire.asyncio.observability.tracing import SessionTracer
 from voxwire.asyncio.supervisor import OwnedTasks
@@ -85,7 +85,7 @@ __all__ = ["LiveSession"]
 DEFAULT_URL: Final = "wss://api.openai.com/v1/live/sessions"
 
 
-class LiveSession(LiveConnecting, LiveHandling):
+class LiveSession(LiveSideband, LiveHandling):
     """An agent over GPT-Live (see the module docstring)."""
 
     def __init__(
@@ -266,6 +266,24 @@ class LiveSession(LiveConnecting, LiveHandling):
         session = cls(agent, store=store, conversation_id=conversation_id, **options)
         session._resume_id = conversation_id
         return session
+
+    @classmethod
+    def attach(
+        cls,
+        session_id: str,
+        agent: RealtimeAgent,
+        *,
+        session: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> LiveSession:
+        """A session attached as the sideband of the SIP call ``session_id``, accepted with
+        ``session`` (what ``LiveCalls.accept`` returned; rebuilt from ``agent`` and
+        ``options`` when omitted). ``options`` are ``LiveSession``'s but ``reconnect`` and
+        ``audio_input``. See :mod:`voxwire.asyncio.live.sideband` and docs/telephony.md."""
+        check_attach_options(options)
+        live = cls(agent, **options)
+        live._attach_to, live._attach_session = session_id, session
+        return live
 
     def snapshot(self) -> SessionSnapshot:
         """The conversation so far as a :class:`~voxwire.store.SessionSnapshot` (with or without

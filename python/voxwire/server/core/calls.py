@@ -1,5 +1,11 @@
 """SIP calls of the emulated phone line, without I/O: their states and the answers of the REST
-endpoints ``POST /v1/realtime/calls/{call_id}/accept|reject|refer|hangup``.
+endpoints ``POST /v1/realtime/calls/{call_id}/accept|reject|refer|hangup`` and, for a call
+announced to GPT-Live, ``POST /v1/live/sessions/{session_id}/accept|reject|refer|hangup``.
+
+A Live call's ``accept`` takes ``{"session": {...}}``, the session a ``session.start`` carries
+plus ``"type": "live"`` (``openai.types.live.session_accept_params``): unknown fields refused,
+a Live model, no ``audio.format`` (SIP negotiates the media format); ``reject`` needs its
+``status_code`` (the Live reference marks it required).
 
 What the hosted service documents, the emulation does: an empty ``200`` on success, ``reject``
 defaults to ``603``, ``refer`` needs ``target_uri``, ``accept`` takes a session object (checked
@@ -21,15 +27,20 @@ from typing import Any, Final, Literal
 import msgspec
 
 from voxwire.exceptions import ConfigurationError
+from voxwire.live.objects import LiveSessionConfig
 from voxwire.protocol.sip import DEFAULT_REJECT_STATUS, check_status_code, check_target_uri
 from voxwire.server.core.config import DEFAULT_MODEL, apply_update, default_session
 from voxwire.server.core.errors import ServerError
+from voxwire.server.core.live_config import start_problem
 
 __all__ = ["Call", "CallBook", "CallState", "RestAnswer", "unauthorized"]
 
 CallState = Literal["ringing", "accepted", "rejected", "referred", "ended"]
+CallApi = Literal["realtime", "live"]
 ACTIONS: Final = ("accept", "reject", "refer", "hangup")
-_ROUTE: Final = re.compile(r"^/v1/realtime/calls/([A-Za-z0-9_\-]{1,128})/([a-z]{1,16})$")
+_ROUTE: Final = re.compile(
+    r"^/v1/(realtime/calls|live/sessions)/([A-Za-z0-9_\-]{1,128})/([a-z]{1,16})$"
+)
 MAX_BODY_BYTES: Final = 1024 * 1024
 
 
@@ -45,6 +56,7 @@ class Call:
     status_code: int | None = None  # of a rejection
     refer_to: str | None = None  # of a transfer
     attached: int = 0  # websockets attached so far
+    api: CallApi = "realtime"  # announced to the Realtime API or to GPT-Live
 
 
 @dataclass(frozen=True)
@@ -78,8 +90,10 @@ class CallBook:
     def __init__(self) -> None:
         self.calls: dict[str, Call] = {}
 
-    def ring(self, call_id: str, sip_headers: list[dict[str, str]]) -> Call:
-        call = Call(call_id=call_id, sip_headers=sip_headers)
+    def ring(
+        self, call_id: str, sip_headers: list[dict[str, str]], api: CallApi = "realtime"
+    ) -> Call:
+        call = Call(call_id=call_id, sip_headers=sip_headers, api=api)
         self.calls[call_id] = call
         return call
 
@@ -91,20 +105,30 @@ class CallBook:
     def handle(self, method: str, path: str, body: bytes) -> RestAnswer:
         """Answer one REST request. Never raises for anything a client sends."""
         match = _ROUTE.match(path)
-        if match is None or match.group(2) not in ACTIONS:
+        if match is None or match.group(3) not in ACTIONS:
             return _error(404, "not_found", f"Invalid URL ({method} {path[:200]}).")
         if method != "POST":
             return _error(405, "method_not_allowed", f"Invalid method {method[:20]}: use POST.")
-        call_id, action = match.groups()
+        prefix, call_id, action = match.groups()
+        api: CallApi = "live" if prefix == "live/sessions" else "realtime"
         call = self.calls.get(call_id)
-        if call is None:
-            return _error(404, "call_not_found", f"No call found with id '{call_id}'.", "call_id")
+        if call is None or call.api != api:
+            # A call is controlled through the API it was announced to.
+            what = "SIP session" if api == "live" else "call"
+            return _error(
+                404,
+                f"{'session' if api == 'live' else 'call'}_not_found",
+                f"No {what} found with id '{call_id}'.",
+                _id_param(api),
+            )
         raw = _json_object(body, required=action == "accept")
         if isinstance(raw, RestAnswer):
             return raw
         if action == "accept":
-            return self._accept(call, raw)
+            return self._accept_live(call, raw) if api == "live" else self._accept(call, raw)
         if action == "reject":
+            if api == "live" and "status_code" not in raw:
+                return _missing("status_code")
             return self._reject(call, raw)
         if action == "refer":
             return self._refer(call, raw)
@@ -128,6 +152,48 @@ class CallBook:
         call.state, call.session, call.model = "accepted", raw, model
         return RestAnswer(200, None, call)
 
+    def _accept_live(self, call: Call, raw: dict[str, Any]) -> RestAnswer:
+        if call.state != "ringing":
+            return _not_pending(call)
+        unknown = _unknown(raw, ("session",))
+        if unknown is not None:
+            return unknown
+        session = raw.get("session")
+        if not isinstance(session, dict):
+            return _missing("session") if session is None else _invalid("session", "an object")
+        if session.get("type") != "live":
+            if "type" not in session:
+                return _missing("session.type")
+            return _invalid("session.type", "'live'")
+        config = {key: value for key, value in session.items() if key != "type"}
+        for key in config:
+            if key not in LiveSessionConfig.__struct_fields__:
+                return _error(
+                    400,
+                    "unknown_parameter",
+                    f"Unknown parameter: 'session.{key}'.",
+                    f"session.{key}",
+                )
+        audio = config.get("audio")
+        if isinstance(audio, dict) and "format" in audio:
+            return _error(
+                400,
+                "invalid_value",
+                "SIP negotiates the media format: omit session.audio.format.",
+                "session.audio.format",
+            )
+        if "model" not in config:
+            return _missing("session.model")
+        try:
+            parsed = msgspec.convert(config, LiveSessionConfig)
+        except msgspec.ValidationError as exc:
+            return _error(400, "invalid_value", f"Invalid session: {exc}", "session")
+        problem = start_problem(parsed)
+        if problem is not None:
+            return _error(400, "invalid_value", problem[1], problem[0])
+        call.state, call.session, call.model = "accepted", config, parsed.model
+        return RestAnswer(200, None, call)
+
     def _reject(self, call: Call, raw: dict[str, Any]) -> RestAnswer:
         if call.state != "ringing":
             return _not_pending(call)
@@ -148,12 +214,7 @@ class CallBook:
         if unknown is not None:
             return unknown
         if "target_uri" not in raw:
-            return _error(
-                400,
-                "missing_required_parameter",
-                "Missing required parameter: 'target_uri'.",
-                "target_uri",
-            )
+            return _missing("target_uri")
         try:
             call.refer_to = check_target_uri(raw["target_uri"])
         except ConfigurationError as exc:
@@ -184,6 +245,20 @@ def _json_object(body: bytes, *, required: bool) -> dict[str, Any] | RestAnswer:
     return raw
 
 
+def _id_param(api: CallApi) -> str:
+    return "session_id" if api == "live" else "call_id"
+
+
+def _missing(param: str) -> RestAnswer:
+    return _error(
+        400, "missing_required_parameter", f"Missing required parameter: '{param}'.", param
+    )
+
+
+def _invalid(param: str, expected: str) -> RestAnswer:
+    return _error(400, "invalid_value", f"Invalid value for '{param}': expected {expected}.", param)
+
+
 def _unknown(raw: dict[str, Any], known: tuple[str, ...]) -> RestAnswer | None:
     for key in raw:
         if key not in known:
@@ -196,7 +271,7 @@ def _not_pending(call: Call) -> RestAnswer:
         400,
         "call_not_pending",
         f"Call '{call.call_id}' is {call.state}: only a ringing call can be accepted or rejected.",
-        "call_id",
+        _id_param(call.api),
     )
 
 
@@ -205,5 +280,5 @@ def _not_active(call: Call) -> RestAnswer:
         400,
         "call_not_active",
         f"Call '{call.call_id}' is {call.state}: only an accepted call can be referred or hung up.",
-        "call_id",
+        _id_param(call.api),
     )

@@ -12,6 +12,8 @@ Rules (the Live reference and guides; ``openai.types.live``):
   must name a client or Decisions delegation ("not accepted with Responses delegation");
 * ``response.item.create`` / ``response.create`` require Responses delegation;
 * the Decisions API (items, ``decision.create``, triggers): :mod:`.live_decisions`;
+* a SIP call accepted as Live starts with the accept's configuration (:meth:`accepted`); its
+  sideband's ``transport.dtmf.send`` gets ``transport.dtmf.sent``, a bad key ``invalid_value``;
 * on a fork connection (``/v1/live/sessions/{id}/fork``) ``session.start`` carries overrides
   of a stored session, which must have ended (:mod:`voxwire.server.core.live_forks`); a
   session started with ``store: true`` is kept for forking.
@@ -40,11 +42,12 @@ from voxwire.live.objects import (
     DelegationInfo,
     DelegationTarget,
     LiveErrorInfo,
+    LiveSessionConfig,
     LiveSessionResource,
     ResponsesDelegation,
     SessionUsage,
 )
-from voxwire.live.protocol import MAX_FIXTURE_BYTES
+from voxwire.live.protocol import DTMF_KEYS, MAX_FIXTURE_BYTES
 from voxwire.protocol.server_events import ProtocolErrorEvent
 from voxwire.server.core.ids import ServerIds
 from voxwire.server.core.live_config import (
@@ -175,7 +178,7 @@ class LiveServerSession:
 
     def receive(
         self,
-        event: ce.LiveClientEvent | ce.ForkSessionStart | ProtocolErrorEvent,
+        event: ce.LiveClientEvent | ce.ForkSessionStart | ce.TransportDtmfSend | ProtocolErrorEvent,
         now_s: float,
         timeline_ms: int,
     ) -> list[Out]:
@@ -217,6 +220,22 @@ class LiveServerSession:
             return [self.error("invalid_value", message, event.event_id, param)]
         resource = session_resource(config, self._ids.session(), int(now_s) + SESSION_LIFETIME_S)
         return self._started(resource, event.event_id, now_s, [])
+
+    def accepted(self, config: LiveSessionConfig, session_id: str, now_s: float) -> list[Out]:
+        """Start the session of a SIP call accepted with ``config`` (checked by the accept
+        endpoint): ``session.started`` for the call's sideband."""
+        resource = session_resource(config, session_id, int(now_s) + SESSION_LIFETIME_S)
+        return self._started(resource, None, now_s, [])
+
+    def _dtmf(self, event: ce.TransportDtmfSend, now_s: float, timeline_ms: int) -> list[Out]:
+        if len(event.event) != 1 or event.event not in DTMF_KEYS:
+            why = f"Invalid DTMF key {event.event[:16]!r}: send one of 0-9, A-D, * or # per event"
+            return [self.error("invalid_value", why, event.event_id, "event")]
+        return [
+            se.TransportDtmfSent(
+                event_id=self._ids.event(), event=event.event, client_event_id=event.event_id
+            )
+        ]
 
     def _fork(self, event: ce.ForkSessionStart, now_s: float) -> list[Out]:
         if self.session is not None:
@@ -570,6 +589,7 @@ _HANDLERS: Final[dict[type, Any]] = {
     ce.ResponseItemCreate: LiveServerSession._response_item,
     ce.ResponseCreate: LiveServerSession._response_create,
     ce.SessionClose: LiveServerSession._close,
+    ce.TransportDtmfSend: LiveServerSession._dtmf,  # decoded on a SIP call's sideband only
     ce.DecisionCreate: LiveServerSession._decision_create,
     ce.DecisionItemCreate: LiveServerSession._decision_item,
     ce.DecisionItemDelete: LiveServerSession._decision_item,
