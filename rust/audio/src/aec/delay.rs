@@ -1,0 +1,201 @@
+//! Delay search: how much later than the reference its echo reaches the microphone, for when
+//! the clocks' alignment is off (a device that misreports its latency, input and output clocks
+//! that drift apart).
+//!
+//! A matched filter, as WebRTC's AEC3 uses for the same job, on decimated signals: both streams
+//! are averaged over `factor` samples (about 2 kHz, 0.5 ms resolution), pre-emphasised (a first
+//! difference, which whitens speech so the filter's taps stand out), and a normalised LMS filter
+//! of `taps` coefficients learns the microphone from the reference's recent history. Its largest
+//! coefficient is the strongest echo path (the direct sound, or a reflection stronger than it);
+//! the lag of that coefficient is the estimate once it is clearly above the rest and has stayed
+//! put for a quarter of a second. The filter keeps adapting, so a drifting delay is followed.
+//!
+//! Cost: `2 * taps` multiply-adds per decimated sample (1000 taps cover 500 ms), about the
+//! linear echo filter's own cost at 24 kHz; nothing allocates after construction.
+
+/// Decimated samples per 10 ms block (about 2 kHz).
+const PER_BLOCK: usize = 20;
+/// Step size of the matched filter (normalised): small, since double-talk and noise disturb it
+/// and only the position of its peak matters.
+const STEP: f32 = 0.3;
+/// Pre-emphasis coefficient (the first difference whitens speech's spectral tilt).
+const PRE_EMPHASIS: f32 = 0.9;
+/// The peak (three taps) must hold this share of the filter's energy to count.
+const PEAK_SHARE: f32 = 0.06;
+/// Consecutive blocks the peak must stay within `WOBBLE` taps before it is believed: a quarter
+/// of a second to follow a small move (drift), a second to jump elsewhere (a peak that moves
+/// far for a moment is more often the filter disturbed by double-talk than a new delay).
+const STABLE_BLOCKS: u32 = 25;
+const JUMP_BLOCKS: u32 = 100;
+const WOBBLE: usize = 2;
+/// Decimated reference quieter than this mean square (about -60 dBFS) teaches nothing.
+const ACTIVE_POWER: f32 = 1e-6;
+
+pub(crate) struct DelayEstimator {
+    factor: usize,
+    taps: usize,
+    /// Decimated, pre-emphasised reference, written twice so the newest `taps` are contiguous.
+    history: Vec<f32>,
+    pos: usize,
+    power: f32,
+    h: Vec<f32>,
+    acc: (f32, f32),
+    count: usize,
+    last: (f32, f32),
+    candidate: usize,
+    stable: u32,
+    estimate: Option<usize>,
+}
+
+impl DelayEstimator {
+    /// For blocks of `n` samples, searching lags up to `max_delay` samples.
+    pub(crate) fn new(n: usize, max_delay: usize) -> Self {
+        let factor = (n / PER_BLOCK).max(1);
+        let taps = max_delay.div_ceil(factor).max(1);
+        Self {
+            factor,
+            taps,
+            history: vec![0.0; 2 * taps],
+            pos: 0,
+            power: 0.0,
+            h: vec![0.0; taps],
+            acc: (0.0, 0.0),
+            count: 0,
+            last: (0.0, 0.0),
+            candidate: 0,
+            stable: 0,
+            estimate: None,
+        }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.history.fill(0.0);
+        self.h.fill(0.0);
+        self.pos = 0;
+        self.power = 0.0;
+        self.acc = (0.0, 0.0);
+        self.count = 0;
+        self.last = (0.0, 0.0);
+        self.candidate = 0;
+        self.stable = 0;
+        self.estimate = None;
+    }
+
+    /// The believed delay of the strongest echo path behind the reference, in samples.
+    pub(crate) fn estimate(&self) -> Option<usize> {
+        self.estimate
+    }
+
+    /// Learn from one block of microphone and reference (same length).
+    pub(crate) fn process(&mut self, mic: &[f32], reference: &[f32]) {
+        for (m, r) in mic.iter().zip(reference) {
+            self.acc.0 += m;
+            self.acc.1 += r;
+            self.count += 1;
+            if self.count == self.factor {
+                let scale = 1.0 / self.factor as f32;
+                let (m, r) = (self.acc.0 * scale, self.acc.1 * scale);
+                self.acc = (0.0, 0.0);
+                self.count = 0;
+                let (pm, pr) = self.last;
+                self.last = (m, r);
+                self.step(m - PRE_EMPHASIS * pm, r - PRE_EMPHASIS * pr);
+            }
+        }
+        self.update_estimate();
+    }
+
+    fn step(&mut self, mic: f32, reference: f32) {
+        let taps = self.taps;
+        let dropped = self.history[self.pos];
+        self.history[self.pos] = reference;
+        self.history[self.pos + taps] = reference;
+        self.pos = (self.pos + 1) % taps;
+        self.power += reference * reference - dropped * dropped;
+        if self.pos == 0 {
+            // Re-sum now and then so rounding cannot accumulate.
+            self.power = self.history[..taps].iter().map(|v| v * v).sum();
+        }
+        if self.power < ACTIVE_POWER * taps as f32 {
+            return;
+        }
+        // Oldest first: coefficient j is the lag `taps - 1 - j`.
+        let window = &self.history[self.pos..self.pos + taps];
+        let y: f32 = self.h.iter().zip(window).map(|(h, x)| h * x).sum();
+        let g = STEP * (mic - y) / (self.power + 1e-9);
+        for (h, x) in self.h.iter_mut().zip(window) {
+            *h += g * x;
+        }
+    }
+
+    fn update_estimate(&mut self) {
+        // The energy of three neighbouring taps: a path between two decimated samples splits
+        // its energy over both and would otherwise lose to a weaker reflection on one.
+        let (mut best, mut peak, mut total) = (0, 0.0f32, 0.0f32);
+        let (mut before, mut here) = (0.0f32, 0.0f32);
+        for (j, h) in self.h.iter().enumerate() {
+            let next = h * h;
+            total += next;
+            let e = before + here + next;
+            if j > 0 && e > peak {
+                (best, peak) = (j - 1, e);
+            }
+            (before, here) = (here, next);
+        }
+        if total <= 0.0 || peak < PEAK_SHARE * total {
+            self.stable = 0;
+            return;
+        }
+        let lag = self.taps - 1 - best;
+        if lag.abs_diff(self.candidate) <= WOBBLE {
+            self.stable = self.stable.saturating_add(1);
+        } else {
+            self.stable = 0;
+        }
+        self.candidate = lag;
+        let near = self.estimate.is_some_and(|e| (lag * self.factor).abs_diff(e) <= 4 * self.factor);
+        let needed = if near || self.estimate.is_none() { STABLE_BLOCKS } else { JUMP_BLOCKS };
+        if self.stable >= needed {
+            self.estimate = Some(lag * self.factor);
+        }
+    }
+}
+
+/// The reference's recent past at full rate, so the filter can be fed it later than it came.
+pub(crate) struct DelayLine {
+    buf: Vec<f32>,
+    /// Total samples written.
+    written: usize,
+}
+
+impl DelayLine {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self { buf: vec![0.0; capacity.max(1)], written: 0 }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.buf.fill(0.0);
+        self.written = 0;
+    }
+
+    pub(crate) fn push(&mut self, x: &[f32]) {
+        let len = self.buf.len();
+        for v in x {
+            self.buf[self.written % len] = *v;
+            self.written += 1;
+        }
+    }
+
+    /// The `out.len()` samples that ended `delay` samples ago (silence before the start or
+    /// beyond the capacity).
+    pub(crate) fn read(&self, delay: usize, out: &mut [f32]) {
+        let len = self.buf.len();
+        let end = self.written as isize - delay as isize;
+        let start = end - out.len() as isize;
+        for (i, o) in out.iter_mut().enumerate() {
+            let at = start + i as isize;
+            let kept = at >= 0 && (self.written as isize - at) as usize <= len;
+            *o = if kept { self.buf[at as usize % len] } else { 0.0 };
+        }
+    }
+}
