@@ -120,11 +120,18 @@ impl EchoCanceller {
         self.inner.stats().delay_estimate_samples
     }
 
-    /// How much later than given the reference is fed to the filter, in samples (whole blocks;
-    /// 0 without the delay search).
+    /// How much later than given the reference is fed to the filter, in samples (0 without the
+    /// delay search).
     #[getter]
     fn reference_delay_samples(&self) -> usize {
         self.inner.stats().reference_delay_samples
+    }
+
+    /// Clock drift between reference and microphone the delay search measures and compensates,
+    /// in parts per million (``None`` while it sees none, or with ``delay_search=False``).
+    #[getter]
+    fn drift_ppm(&self) -> Option<f32> {
+        self.inner.stats().drift_ppm
     }
 
     /// Samples per processing block (10 ms).

@@ -88,9 +88,13 @@ pub struct EchoStats {
     /// The delay search's estimate of the strongest echo path behind the reference as given,
     /// in samples (`None` while it has none, or with the search off).
     pub delay_estimate_samples: Option<usize>,
-    /// How much later than given the reference is fed to the filter, in samples (a whole number
-    /// of blocks; 0 with the search off).
+    /// How much later than given the reference is fed to the filter, in samples (0 with the
+    /// search off; fractional parts while drift is compensated are rounded).
     pub reference_delay_samples: usize,
+    /// The drift between the reference's and the microphone's clocks the delay search measures
+    /// and compensates, in parts per million (positive: the echo falls further behind); `None`
+    /// while it sees none it can tell from zero, or with the search off.
+    pub drift_ppm: Option<f32>,
 }
 
 /// A streaming acoustic echo canceller; see the module docs.
@@ -102,6 +106,9 @@ pub struct EchoCanceller {
     suppressor: Suppressor,
     search: Option<(DelayEstimator, DelayLine)>,
     delay_blocks: usize,
+    /// Drift compensation: how much later than `delay_blocks` the reference is read, in
+    /// samples (fractional; follows the delay search's drift estimate).
+    phase: f64,
     delayed: Vec<f32>,
     mic: Vec<f32>,
     reference: Vec<f32>,
@@ -161,12 +168,13 @@ impl EchoCanceller {
         let floor = 10f32.powf(-suppression_db / 20.0);
         let search = delay_search.then(|| {
             let max_delay = (AEC_SEARCH_MS as usize * rate_hz as usize).div_ceil(1000);
-            (DelayEstimator::new(n, max_delay), DelayLine::new(max_delay + (parts + 2) * n))
+            (DelayEstimator::new(n, max_delay), DelayLine::new(max_delay + (parts + 3) * n, 2 * n))
         });
         Ok(Self {
             n,
             search,
             delay_blocks: 0,
+            phase: 0.0,
             delayed: vec![0.0; n],
             filter: EchoFilter::new(n, parts, bins),
             suppressor: Suppressor::new(n, bins, floor, suppression_db > 0.0, noise_suppression),
@@ -215,7 +223,12 @@ impl EchoCanceller {
             echo_delay_samples: self.filter.peak_partition() * self.n,
             blocks: self.blocks,
             delay_estimate_samples: self.search.as_ref().and_then(|(e, _)| e.estimate()),
-            reference_delay_samples: self.delay_blocks * self.n,
+            reference_delay_samples: ((self.delay_blocks * self.n) as f64 + self.phase).round() as usize,
+            drift_ppm: self
+                .search
+                .as_ref()
+                .and_then(|(e, _)| e.drift_per_block(self.n))
+                .map(|d| (d / self.n as f64 * 1e6) as f32),
         }
     }
 
@@ -231,6 +244,7 @@ impl EchoCanceller {
         self.converged = false;
         self.blocks = 0;
         self.delay_blocks = 0;
+        self.phase = 0.0;
         if let Some((estimator, line)) = &mut self.search {
             estimator.reset();
             line.reset();
@@ -311,29 +325,48 @@ impl EchoCanceller {
         }
     }
 
-    /// Delay search: learn the delay, move the filter's reference when the echo has left the
-    /// first blocks of the tail, and take this block's reference from the delay line.
+    /// Delay search: learn the delay and its drift, move the filter's reference when the echo
+    /// has left the first blocks of the tail (or the drift has moved it a whole block), and take
+    /// this block's reference from the delay line.
     fn follow_delay(&mut self) {
         let n = self.n;
         let Some((estimator, line)) = &mut self.search else { return };
         estimator.process(&self.mic, &self.reference);
         line.push(&self.reference);
+        let max_blocks = AEC_SEARCH_MS as usize * self.config.rate_hz as usize / 1000 / n;
+        // Drift: read the reference later (earlier) by as much as the echo moved, so the path
+        // the filter sees stands still. A whole block of it is carried into `delay_blocks`
+        // (the total delay, hence the filter, does not change).
+        if let Some(drift) = estimator.drift_per_block(n) {
+            self.phase += drift;
+        }
+        if self.phase >= n as f64 && self.delay_blocks < max_blocks {
+            self.phase -= n as f64;
+            self.delay_blocks += 1;
+        } else if self.phase < 0.0 && self.delay_blocks > 0 {
+            self.phase += n as f64;
+            self.delay_blocks -= 1;
+        }
+        // Only a reference that leads can be delayed: at no delay, drift the other way waits.
+        self.phase = self.phase.clamp(0.0, n as f64);
         if let Some(estimate) = estimator.estimate() {
-            let current = self.delay_blocks * n;
             // The strongest path should sit in the filter's first blocks: after half a block
             // (room for the path to come earlier) and before four (the tail's length is for
             // the reverberation, not for delay).
-            let inside = estimate >= current + n / 2 && estimate < current + 4 * n;
-            let max_blocks = AEC_SEARCH_MS as usize * self.config.rate_hz as usize / 1000 / n;
-            let wanted = (estimate.saturating_sub(2 * n) / n).min(max_blocks);
+            let at = estimate as f64 - (self.delay_blocks * n) as f64 - self.phase;
+            let inside = at >= (n / 2) as f64 && at < (4 * n) as f64;
+            let lead = (estimate as f64 - self.phase - (2 * n) as f64).max(0.0);
+            let wanted = (lead as usize / n).min(max_blocks);
             if !inside && wanted != self.delay_blocks {
                 let shift = wanted as isize - self.delay_blocks as isize;
                 self.delay_blocks = wanted;
-                let line = &*line;
-                self.filter.realign(shift, &mut self.fft, |p, frame| line.read((wanted + p + 1) * n, frame));
+                let phase = self.phase;
+                self.filter.realign(shift, &mut self.fft, |p, frame| {
+                    line.read_frac(((wanted + p + 1) * n) as f64 + phase, frame)
+                });
             }
         }
-        line.read(self.delay_blocks * n, &mut self.delayed);
+        line.read_frac((self.delay_blocks * n) as f64 + self.phase, &mut self.delayed);
     }
 
     /// Foreground/background bookkeeping on blocks where the far end plays.
