@@ -112,11 +112,13 @@ def test_a_drifting_delay_is_followed(ppm: float) -> None:
     found = erle_db(echo[last], out[last])
     assert without < 20.0
     assert found >= 30.0
+    # The drift is measured within 25 ppm; below 30 ppm it is not compensated (the filter
+    # follows it), though a 10 ppm drift can read as 31 (seen when other tests ran first and
+    # espeak-ng's speech came out slightly different) and then is, without harm to the ERLE.
     if abs(ppm) >= 100:
         assert aec.drift_ppm is not None
+    if aec.drift_ppm is not None:
         assert abs(aec.drift_ppm - ppm) <= 25.0
-    else:
-        assert aec.drift_ppm is None  # too small to compensate: the filter follows it
     # Every 5 s the estimate is where the direct sound is then, within 1.5 ms.
     for k, estimate in enumerate(estimates[1:], start=1):
         expected = (250 * RATE_HZ // 1000 + 35) + ppm * 1e-6 * 5 * k * RATE_HZ

@@ -38,6 +38,8 @@ const DRIFT_MIN_WEIGHT: f64 = 2000.0;
 /// sliding path well enough itself (35 dB at 10 ppm), and the fit of a few seconds cannot tell
 /// such a drift from none reliably (it sees 5-25 ppm where there is none).
 const DRIFT_MIN_PPM: f64 = 30.0;
+/// Blocks over which the fine delay estimates are correlated (see `drift_per_block`).
+const DRIFT_CORRELATED_BLOCKS: f64 = 50.0;
 /// Largest drift believed, in parts per million (beyond it the fit is taken as wrong).
 const DRIFT_MAX_PPM: f64 = 1000.0;
 
@@ -102,7 +104,8 @@ impl DelayEstimator {
 
     /// How much the delay grows per block, in samples (negative: shrinks), once the fit of the
     /// last half minute's fine estimates says so clearly (the slope more than three standard
-    /// errors from zero); `None` before, or when there is no telling drift from none.
+    /// errors from zero, and at least `DRIFT_MIN_PPM`); `None` before, or when there is no
+    /// telling drift from none.
     pub(crate) fn drift_per_block(&self, n: usize) -> Option<f64> {
         let [w, st, sd, stt, std, sdd] = self.fit;
         if w < DRIFT_MIN_WEIGHT {
@@ -113,8 +116,10 @@ impl DelayEstimator {
             return None;
         }
         let slope = sxy / sxx;
+        // Consecutive fine estimates are far from independent (the matched filter moves slowly:
+        // about half a second, 50 blocks), so the textbook standard error is ~sqrt(50) too small.
         let residual = (syy - slope * sxy).max(0.0) / (w - 2.0);
-        let error = (residual / sxx).sqrt();
+        let error = (DRIFT_CORRELATED_BLOCKS * residual / sxx).sqrt();
         let plausible = slope.abs() <= DRIFT_MAX_PPM * 1e-6 * n as f64;
         let large = slope.abs() >= DRIFT_MIN_PPM * 1e-6 * n as f64;
         (plausible && large && slope.abs() > 3.0 * error).then_some(slope)
