@@ -13,7 +13,8 @@
 //!
 //! With [`EchoConfig::delay_search`], a matched filter (see `delay.rs`) also measures how much
 //! later than the reference the echo arrives and the reference is fed to the filter that much
-//! later (in whole blocks, keeping the echo near the start of the tail): for when the clocks'
+//! later (in whole blocks, keeping the echo near the start of the tail; once a clock drift of 30
+//! ppm or more is measured, through a fractional delay that follows it): for when the clocks'
 //! alignment is off. It can only delay the reference, so the reference must lead its echo (by
 //! up to [`AEC_SEARCH_MS`]); a reference that lags cannot be cancelled.
 //!
