@@ -3,8 +3,9 @@ WebRTC's AEC3 as LiveKit ships it (``livekit.rtc.AudioProcessingModule``), on th
 
 Run:  OPENBLAS_NUM_THREADS=1 python benches/aec_rooms.py [--turns 50] [--peers BINARY]
 
-``--peers``: also the ``aec3`` crate, built from benches/aec_peers (its time is the binary's own
-processing time, wall clock).
+``--peers``: also the ``aec3`` and ``sonora-aec3`` crates, built from benches/aec_peers (their
+time is the CPU time of the binary's process; sonora-aec3 runs at 16 kHz, resampled outside the
+timing).
 
 Scenes (tests/audio/echo_rooms.py): espeak-ng speech for the agent and the user, exponential-
 decay room impulse responses (RT60 0.3 / 0.45 / 0.6 s), the echo 6 or 12 dB louder than the user
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import resource
 import statistics
 import subprocess
 import tempfile
@@ -50,6 +52,7 @@ from voxwire.audio import (
     FalseInterruptionFilter,
     MemoryInput,
     MemoryOutput,
+    Resampler,
 )
 from voxwire.audio.room import erle_db, si_sdr_db
 
@@ -57,8 +60,8 @@ BLOCK = RATE_HZ // 100
 Canceller = Callable[[Scene], tuple[npt.NDArray[np.float64], float]]
 
 
-def voxwire_aec(s: Scene) -> tuple[npt.NDArray[np.float64], float]:
-    aec = EchoCanceller(RATE_HZ)
+def voxwire_aec(s: Scene, delay_search: bool = False) -> tuple[npt.NDArray[np.float64], float]:
+    aec = EchoCanceller(RATE_HZ, delay_search=delay_search)
     out = np.zeros(len(s.mic), dtype=np.int16)
     t0 = time.process_time()
     for i in range(0, len(s.mic), BLOCK):
@@ -66,6 +69,12 @@ def voxwire_aec(s: Scene) -> tuple[npt.NDArray[np.float64], float]:
     cpu = time.process_time() - t0
     lag = aec.latency_samples
     return np.concatenate([out[lag:], np.zeros(lag)]).astype(np.float64), cpu
+
+
+def voxwire_search(s: Scene) -> tuple[npt.NDArray[np.float64], float]:
+    """The same with the delay search on (the scenes need none: what it costs, and that it does
+    no harm when the clocks are right)."""
+    return voxwire_aec(s, delay_search=True)
 
 
 def livekit_aec(s: Scene) -> tuple[npt.NDArray[np.float64], float]:
@@ -103,20 +112,29 @@ def _livekit_run(
     return out.astype(np.float64), time.process_time() - t0
 
 
-def aec3_crate(binary: str) -> Canceller:
-    """The `aec3` crate (pure-Rust port of WebRTC's AEC3) through benches/aec_peers; its time is
-    the binary's own processing time (wall clock, one thread)."""
+def peer_binary(binary: str, peer: str, rate_hz: int = RATE_HZ) -> Canceller:
+    """A peer canceller run by benches/aec_peers (``peer``: ``aec3`` or ``sonora``); its time is
+    the CPU time of the binary's process (reading and writing two short files included). At a
+    ``rate_hz`` other than the scenes' the signals are resampled on the way in and out
+    (voxwire's resampler, outside the timing), and the probe that measures the peer's delay
+    goes through the same path."""
+    down = functools.partial(_resample, RATE_HZ, rate_hz)
+    up = functools.partial(_resample, rate_hz, RATE_HZ)
 
     def run_files(mic: npt.NDArray[np.int16], ref: npt.NDArray[np.int16]) -> tuple[Any, float]:
         with tempfile.TemporaryDirectory() as tmp:
             paths = [os.path.join(tmp, f) for f in ("ref.raw", "mic.raw", "out.raw")]
-            ref.astype("<i2").tofile(paths[0])
-            mic.astype("<i2").tofile(paths[1])
-            done = subprocess.run(
-                [binary, "aec3", *paths, str(RATE_HZ)], check=True, capture_output=True, text=True
+            down(ref).astype("<i2").tofile(paths[0])
+            down(mic).astype("<i2").tofile(paths[1])
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run(
+                [binary, peer, *paths, str(rate_hz)], check=True, capture_output=True, text=True
             )
-            out = np.fromfile(paths[2], dtype="<i2").astype(np.float64)
-        return out, float(done.stdout.strip())
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            out = up(np.fromfile(paths[2], dtype="<i2")).astype(np.float64)
+        out = np.concatenate([out, np.zeros(max(0, len(mic) - len(out)))])[: len(mic)]
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        return out, cpu
 
     user = scene(0.3).user
     pcm = np.clip(np.round(user), -32768, 32767).astype(np.int16)
@@ -129,6 +147,14 @@ def aec3_crate(binary: str) -> Canceller:
         return np.concatenate([out[lag:], np.zeros(lag)]), seconds
 
     return run
+
+
+def _resample(from_hz: int, to_hz: int, pcm: npt.NDArray[np.int16]) -> npt.NDArray[np.int16]:
+    if from_hz == to_hz:
+        return pcm
+    r = Resampler(from_hz, to_hz)
+    out: npt.NDArray[np.int16] = np.concatenate([r.process(pcm), r.flush()])
+    return out
 
 
 def figures(s: Scene, out: npt.NDArray[np.float64]) -> tuple[float, float, float]:
@@ -301,7 +327,10 @@ def main() -> None:
         "benches/aec_peers/Cargo.toml) to add the aec3 crate",
     )
     args = parser.parse_args()
-    cancellers: dict[str, Canceller] = {"voxwire": voxwire_aec}
+    cancellers: dict[str, Canceller] = {
+        "voxwire": voxwire_aec,
+        "voxwire, delay_search=True": voxwire_search,
+    }
     try:
         import livekit.rtc  # noqa: F401
 
@@ -309,7 +338,10 @@ def main() -> None:
     except ImportError:
         print("livekit is not installed: comparing voxwire alone (pip install livekit)")
     if args.peers:
-        cancellers["aec3 crate 0.4 (Rust AEC3 port)"] = aec3_crate(args.peers)
+        cancellers["aec3 crate 0.4 (Rust AEC3 port)"] = peer_binary(args.peers, "aec3")
+        cancellers["sonora-aec3 0.2 (Rust AEC3 port, 16 kHz)"] = peer_binary(
+            args.peers, "sonora", 16_000
+        )
     rows: list[str] = []
     compare(cancellers, rows)
     rows.append("")

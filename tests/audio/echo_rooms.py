@@ -48,9 +48,15 @@ def scene(
     user_at_s: float | None = 7.0,
     use_cough: bool = False,
     seed: int = 1,
+    agent_voice: str = "alloy",
+    user_voice: str = "echo",
 ) -> Scene:
     far = np.concatenate(
-        [speech(AGENT_LINES[0], "alloy"), np.zeros(RATE_HZ // 4), speech(AGENT_LINES[1], "alloy")]
+        [
+            speech(AGENT_LINES[0], agent_voice),
+            np.zeros(RATE_HZ // 4),
+            speech(AGENT_LINES[1], agent_voice),
+        ]
     )
     far = scale_to_dbfs(far, -24.0)
     echo = RoomPath(room_impulse_response(RATE_HZ, rt60_s, seed=seed)).process(far)
@@ -62,7 +68,7 @@ def scene(
     user = np.zeros(len(far))
     start = length = 0
     if user_at_s is not None:
-        line = cough(RATE_HZ, seed=seed) * 8000.0 if use_cough else speech(USER_LINE, "echo")
+        line = cough(RATE_HZ, seed=seed) * 8000.0 if use_cough else speech(USER_LINE, user_voice)
         line = scale_to_dbfs(line, user_level) if not use_cough else line
         start = int(user_at_s * RATE_HZ)
         length = min(len(line), len(far) - start)

@@ -1,9 +1,10 @@
 """The echo canceller through the public API on simulated speakerphone rooms (espeak-ng speech,
 exponential-decay impulse responses, echo 6 dB louder than the user).
 
-Thresholds sit below what the canceller measures on these scenes (benches/RESULTS.md: 30-43 dB
-after the first second) with margin for platform float differences, and well above what an
-ineffective canceller gives (the raw microphone: 0 dB; the linear filter alone: 3-18 dB).
+Thresholds sit below what the canceller measures on these scenes (42-45 dB in the second half of
+the first second, 39-45 dB after it; benches/RESULTS.md) with margin for platform float
+differences, and at the issue's target (30 dB): well above what an ineffective canceller gives
+(the raw microphone: 0 dB; the linear filter alone: 3-18 dB).
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def detector() -> BargeInDetector:
 def test_echo_is_reduced_within_the_first_second_and_after(rt60_s: float) -> None:
     s = scene(rt60_s, user_at_s=None)
     out = cancel(s)
-    assert erle_db(s.echo[SECOND // 2 : SECOND], out[SECOND // 2 : SECOND]) >= 25.0
-    assert erle_db(s.echo[SECOND:], out[SECOND:]) >= 25.0
+    assert erle_db(s.echo[SECOND // 2 : SECOND], out[SECOND // 2 : SECOND]) >= 30.0
+    assert erle_db(s.echo[SECOND:], out[SECOND:]) >= 30.0
     # Without the canceller the echo is all there: the measure can fail.
     assert erle_db(s.echo, s.mic.astype(np.float64)) < 1.0
 

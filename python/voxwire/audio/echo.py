@@ -19,7 +19,14 @@ never makes the reference arrive after its echo (the canceller's ``tail_ms`` cov
 and the room). After the first block the
 reference is read continuously, sample for sample; only when the clocks disagree with the count
 by more than ``resync_ms`` (the two devices' clocks drift apart, or a device glitch) is the
-read position moved. docs/audio-io.md has the knobs and their trade-offs.
+read position moved.
+
+Clocks can be wrong: a device that reports more output latency than it has makes the echo
+arrive before the reference that was paired with it, which no canceller can remove. With
+``delay_search=True`` the reference is taken ``search_lead_ms`` further ahead and the canceller's
+own delay search (Rust, a matched filter on decimated signals) finds where the echo really is
+and delays the reference to it; it keeps following it if the clocks drift. docs/audio-io.md has
+the knobs and their trade-offs.
 """
 
 from __future__ import annotations
@@ -114,11 +121,30 @@ class EchoReference:
             self.ring.pop_into(out[missing:], fill_silence=True)
 
 
+def _lead_samples(
+    margin_ms: float, tail_ms: int, search_lead_ms: float | None, rate_hz: int
+) -> int:
+    """How far ahead of the clocks the reference is read: the margin, plus the delay search's
+    lead when it is on (the search, not the tail, covers that part)."""
+    margin = check_positive_ms("margin_ms", margin_ms, 200, allow_zero=True)
+    if margin >= tail_ms:
+        raise ConfigurationError(
+            f"margin_ms={margin_ms} must be shorter than tail_ms={tail_ms}: the canceller's "
+            "tail has to cover the margin and the room's echo"
+        )
+    if search_lead_ms is not None:
+        margin += check_positive_ms("search_lead_ms", search_lead_ms, 400)
+    return ms_to_samples(margin, rate_hz)
+
+
 class EchoCancelledInput:
     """A source whose blocks have the echo of ``output`` removed; see the module docs.
 
     ``rate_hz``: what it delivers (and where the canceller runs; 8000..=48000). ``tail_ms``,
     ``suppression_db``, ``noise_suppression``: the canceller's (:class:`EchoCanceller`).
+    ``delay_search``: let the canceller find the echo's delay itself (see the module docs), the
+    reference taken ``search_lead_ms`` earlier than the clocks say (covers latencies over-reported
+    by up to that much; at most 400 ms).
     ``input_latency_ms``: the source's capture latency (default: its ``input_latency_ms``
     attribute once started, else 0). ``margin_ms``: how far ahead of the computed position the
     reference is taken. ``resync_ms``: disagreement between clock and count that moves the read
@@ -132,9 +158,11 @@ class EchoCancelledInput:
         output: AudioOutput,
         *,
         rate_hz: int = 24_000,
-        tail_ms: int = 250,
+        tail_ms: int = 300,
         suppression_db: float = 40.0,
         noise_suppression: bool = False,
+        delay_search: bool = False,
+        search_lead_ms: float = 100.0,
         input_latency_ms: float | None = None,
         margin_ms: float = 20.0,
         resync_ms: float = 4.0,
@@ -152,6 +180,7 @@ class EchoCancelledInput:
                 tail_ms=tail_ms,
                 suppression_db=suppression_db,
                 noise_suppression=noise_suppression,
+                delay_search=delay_search,
             )
         except (ValueError, TypeError) as e:
             raise ConfigurationError(f"echo canceller: {e}") from None
@@ -160,13 +189,8 @@ class EchoCancelledInput:
             if input_latency_ms is None
             else check_positive_ms("input_latency_ms", input_latency_ms, 10_000, allow_zero=True)
         )
-        margin = check_positive_ms("margin_ms", margin_ms, 200, allow_zero=True)
-        if margin >= tail_ms:
-            raise ConfigurationError(
-                f"margin_ms={margin_ms} must be shorter than tail_ms={tail_ms}: the canceller's "
-                "tail has to cover the margin and the room's echo"
-            )
-        self._margin = ms_to_samples(margin, self.rate_hz)
+        lead = search_lead_ms if delay_search else None
+        self._margin = _lead_samples(margin_ms, tail_ms, lead, self.rate_hz)
         self._resync = ms_to_samples(check_positive_ms("resync_ms", resync_ms, 1000), self.rate_hz)
         self._now = now
         self.reference = EchoReference(output, self.rate_hz)

@@ -86,7 +86,39 @@ fn config() -> EchoConfig {
 fn canceller() {
     chunk_sizes_do_not_change_the_output_and_nothing_allocates();
     echo_is_reduced_and_double_talk_kept();
+    delay_search_finds_an_echo_beyond_the_tail();
     bad_parameters_and_buffers_are_refused();
+}
+
+/// The echo arrives 350 ms after its reference: the 300 ms tail cannot hold it, the search
+/// finds it and the filter is fed the reference that much later.
+fn delay_search_finds_an_echo_beyond_the_tail() {
+    let mut rng = Rng(0xde1a);
+    let n = 8 * RATE;
+    let lead = 350 * RATE / 1000;
+    let far = talker(n, 6000.0, &mut rng);
+    let h = room(0.3, &mut rng);
+    let mut echo = vec![0.0; lead];
+    echo.extend(convolve(&far[..n - lead], &h));
+    let (mic, far) = (to_i16(&echo), to_i16(&far));
+    let erle = |out: &[f64]| {
+        let (a, b) = (3 * RATE, n);
+        10.0 * (power(&echo[a..b]) / power(&out[a..b]).max(1e-9)).log10()
+    };
+    let mut plain = EchoCanceller::new(config()).unwrap();
+    let without = erle(&run(&mut plain, &mic, &far, 160));
+    let mut aec = EchoCanceller::new(EchoConfig { delay_search: true, ..config() }).unwrap();
+    let with = erle(&run(&mut aec, &mic, &far, 160));
+    assert!(without < 15.0, "without the search: {without}");
+    assert!(with >= 25.0, "with the search: {with}");
+    let stats = aec.stats();
+    let estimate = stats.delay_estimate_samples.expect("an estimate");
+    // The strongest path: in this room's first 20 ms (its early tail outweighs the direct
+    // sound once decimated).
+    assert!((lead..lead + RATE / 50).contains(&estimate), "estimate {estimate}");
+    assert_eq!(stats.reference_delay_samples % aec.block_samples(), 0);
+    assert!(stats.reference_delay_samples < estimate);
+    assert_eq!(plain.stats().delay_estimate_samples, None);
 }
 
 fn echo_is_reduced_and_double_talk_kept() {
@@ -119,8 +151,13 @@ fn chunk_sizes_do_not_change_the_output_and_nothing_allocates() {
     let far = talker(n, 5000.0, &mut rng);
     let echo = convolve(&far, &room(0.2, &mut rng));
     let (mic, far) = (to_i16(&echo), to_i16(&far));
-    let mut a = EchoCanceller::new(config()).unwrap();
-    let mut b = EchoCanceller::new(config()).unwrap();
+    // The delay search on, and an echo late enough for it to move the reference.
+    let mut late = vec![0i16; 150 * RATE / 1000];
+    late.extend_from_slice(&mic[..n - late.len()]);
+    let searching = EchoConfig { delay_search: true, ..config() };
+    let mut a = EchoCanceller::new(searching.clone()).unwrap();
+    let mut b = EchoCanceller::new(searching).unwrap();
+    let mic = late;
     let mut out_a = vec![0i16; n];
     let mut out_b = vec![0i16; n];
     let before = counting::allocations();
@@ -132,6 +169,7 @@ fn chunk_sizes_do_not_change_the_output_and_nothing_allocates() {
     }
     assert_eq!(counting::allocations(), before, "processing allocated");
     assert_eq!(out_a, out_b);
+    assert!(a.stats().reference_delay_samples > 0, "the search never moved the reference");
 }
 
 fn bad_parameters_and_buffers_are_refused() {

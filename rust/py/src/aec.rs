@@ -31,8 +31,16 @@ fn borrowed<'a>(pcm: &'a Pcm<'a>, owned: &'a mut Vec<i16>) -> &'a [i16] {
 #[pymethods]
 impl EchoCanceller {
     #[new]
-    #[pyo3(signature = (rate_hz, *, tail_ms = 250, suppression_db = 40.0, noise_suppression = false))]
-    fn new(rate_hz: i64, tail_ms: i64, suppression_db: f64, noise_suppression: bool) -> PyResult<Self> {
+    #[pyo3(signature = (
+        rate_hz, *, tail_ms = 300, suppression_db = 40.0, noise_suppression = false, delay_search = false
+    ))]
+    fn new(
+        rate_hz: i64,
+        tail_ms: i64,
+        suppression_db: f64,
+        noise_suppression: bool,
+        delay_search: bool,
+    ) -> PyResult<Self> {
         let rate_hz = u32::try_from(rate_hz)
             .map_err(|_| errors::out_of_range("rate_hz", rate_hz, "8000..=48000 Hz"))?;
         let tail_ms =
@@ -40,8 +48,13 @@ impl EchoCanceller {
         if !suppression_db.is_finite() {
             return Err(errors::out_of_range("suppression_db", suppression_db, "0.0..=80.0 dB"));
         }
-        let config =
-            EchoConfig { rate_hz, tail_ms, suppression_db: suppression_db as f32, noise_suppression };
+        let config = EchoConfig {
+            rate_hz,
+            tail_ms,
+            suppression_db: suppression_db as f32,
+            noise_suppression,
+            delay_search,
+        };
         Ok(Self { inner: Core::new(config).map_err(errors::config)? })
     }
 
@@ -95,6 +108,32 @@ impl EchoCanceller {
         self.inner.config().noise_suppression
     }
 
+    #[getter]
+    fn delay_search(&self) -> bool {
+        self.inner.config().delay_search
+    }
+
+    /// The delay search's estimate of the strongest echo path behind the reference, in samples
+    /// (``None`` until it has one, or with ``delay_search=False``).
+    #[getter]
+    fn delay_estimate_samples(&self) -> Option<usize> {
+        self.inner.stats().delay_estimate_samples
+    }
+
+    /// How much later than given the reference is fed to the filter, in samples (0 without the
+    /// delay search).
+    #[getter]
+    fn reference_delay_samples(&self) -> usize {
+        self.inner.stats().reference_delay_samples
+    }
+
+    /// Clock drift between reference and microphone the delay search measures and compensates,
+    /// in parts per million (``None`` while it sees none, or with ``delay_search=False``).
+    #[getter]
+    fn drift_ppm(&self) -> Option<f32> {
+        self.inner.stats().drift_ppm
+    }
+
     /// Samples per processing block (10 ms).
     #[getter]
     fn block_samples(&self) -> usize {
@@ -134,11 +173,12 @@ impl EchoCanceller {
     fn __repr__(&self) -> String {
         let c = self.inner.config();
         format!(
-            "EchoCanceller(rate_hz={}, tail_ms={}, suppression_db={}, noise_suppression={})",
+            "EchoCanceller(rate_hz={}, tail_ms={}, suppression_db={}, noise_suppression={}, delay_search={})",
             c.rate_hz,
             c.tail_ms,
             c.suppression_db,
-            if c.noise_suppression { "True" } else { "False" }
+            if c.noise_suppression { "True" } else { "False" },
+            if c.delay_search { "True" } else { "False" }
         )
     }
 }

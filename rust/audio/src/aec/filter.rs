@@ -164,6 +164,33 @@ impl EchoFilter {
         }
     }
 
+    /// The reference is now fed `blocks` blocks later (earlier if negative): move both weight
+    /// sets by as many partitions so the echo path they learned stays where it is, and refill
+    /// the history with `frame(p, buf)`, which writes the `2n` samples of partition `p`'s frame
+    /// (in time order) as they would have been with the new delay.
+    pub(crate) fn realign(&mut self, blocks: isize, fft: &mut Fft, mut frame: impl FnMut(usize, &mut [f32])) {
+        let (parts, bins) = (self.parts as isize, self.bins);
+        for w in [&mut self.foreground, &mut self.background] {
+            if blocks > 0 {
+                let k = blocks.min(parts) as usize;
+                w.copy_within(k * bins.., 0);
+                let len = w.len();
+                w[len - k * bins..].fill(Complex32::default());
+            } else if blocks < 0 {
+                let k = (-blocks).min(parts) as usize;
+                let len = w.len();
+                w.copy_within(..len - k * bins, k * bins);
+                w[..k * bins].fill(Complex32::default());
+            }
+        }
+        for p in (0..self.parts).rev() {
+            frame(p, &mut self.frame);
+            let at = self.slot(p);
+            fft.forward(&self.frame, &mut self.history[at..at + bins]);
+        }
+        // `frame` now holds partition 0's, the newest, as `push_reference` expects.
+    }
+
     pub(crate) fn copy_background_to_foreground(&mut self) {
         self.foreground.copy_from_slice(&self.background);
     }

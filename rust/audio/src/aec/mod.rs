@@ -11,15 +11,24 @@
 //!    beyond the tail, convergence, path changes) and, optionally, stationary noise (see
 //!    `suppress.rs`).
 //!
+//! With [`EchoConfig::delay_search`], a matched filter (see `delay.rs`) also measures how much
+//! later than the reference the echo arrives and the reference is fed to the filter that much
+//! later (in whole blocks, keeping the echo near the start of the tail; once a clock drift of 30
+//! ppm or more is measured, through a fractional delay that follows it): for when the clocks'
+//! alignment is off. It can only delay the reference, so the reference must lead its echo (by
+//! up to [`AEC_SEARCH_MS`]); a reference that lags cannot be cancelled.
+//!
 //! Streams may be fed in chunks of any size; the output has the same length as the input and
 //! lags it by [`EchoCanceller::latency_samples`] (two blocks). Nothing allocates after
 //! construction.
 
+mod delay;
 mod fft;
 mod filter;
 mod suppress;
 
 use crate::error::{ConfigError, ProcessError};
+use delay::{DelayEstimator, DelayLine};
 use fft::Fft;
 use filter::EchoFilter;
 use realfft::num_complex::Complex32;
@@ -29,6 +38,8 @@ use suppress::Suppressor;
 pub const AEC_RATES_HZ: std::ops::RangeInclusive<u32> = 8_000..=48_000;
 /// Shortest and longest echo tail, in ms.
 pub const AEC_TAIL_MS: std::ops::RangeInclusive<u32> = 20..=1_000;
+/// Longest echo delay behind the reference the delay search finds, in ms.
+pub const AEC_SEARCH_MS: u32 = 500;
 /// Largest residual echo suppression, in dB.
 pub const AEC_MAX_SUPPRESSION_DB: f32 = 80.0;
 
@@ -39,17 +50,26 @@ pub struct EchoConfig {
     pub rate_hz: u32,
     /// Length of the echo path the linear filter models, in ms: from the earliest echo (the
     /// alignment margin included) to where the room's reverberation has decayed enough
-    /// (20..=1000; 250 suits rooms up to an RT60 of about 0.5 s). CPU grows with it.
+    /// (20..=1000; 300 suits rooms up to an RT60 of about 0.6 s). CPU grows with it.
     pub tail_ms: u32,
     /// Most attenuation the post-filter may apply, in dB (0 turns it off: linear filter only).
     pub suppression_db: f32,
     /// Also attenuate stationary noise (fans, hum) in the post-filter.
     pub noise_suppression: bool,
+    /// Measure the echo's delay behind the reference (up to [`AEC_SEARCH_MS`]) and delay the
+    /// reference by it (see the module docs). Costs about as much again as the linear filter.
+    pub delay_search: bool,
 }
 
 impl Default for EchoConfig {
     fn default() -> Self {
-        Self { rate_hz: 24_000, tail_ms: 250, suppression_db: 40.0, noise_suppression: false }
+        Self {
+            rate_hz: 24_000,
+            tail_ms: 300,
+            suppression_db: 40.0,
+            noise_suppression: false,
+            delay_search: false,
+        }
     }
 }
 
@@ -66,6 +86,16 @@ pub struct EchoStats {
     pub echo_delay_samples: usize,
     /// Blocks processed.
     pub blocks: u64,
+    /// The delay search's estimate of the strongest echo path behind the reference as given,
+    /// in samples (`None` while it has none, or with the search off).
+    pub delay_estimate_samples: Option<usize>,
+    /// How much later than given the reference is fed to the filter, in samples (0 with the
+    /// search off; fractional parts while drift is compensated are rounded).
+    pub reference_delay_samples: usize,
+    /// The drift between the reference's and the microphone's clocks the delay search measures
+    /// and compensates, in parts per million (positive: the echo falls further behind); `None`
+    /// while it sees none it can tell from zero, or with the search off.
+    pub drift_ppm: Option<f32>,
 }
 
 /// A streaming acoustic echo canceller; see the module docs.
@@ -75,6 +105,12 @@ pub struct EchoCanceller {
     fft: Fft,
     filter: EchoFilter,
     suppressor: Suppressor,
+    search: Option<(DelayEstimator, DelayLine)>,
+    delay_blocks: usize,
+    /// Drift compensation: how much later than `delay_blocks` the reference is read, in
+    /// samples (fractional; follows the delay search's drift estimate).
+    phase: f64,
+    delayed: Vec<f32>,
     mic: Vec<f32>,
     reference: Vec<f32>,
     filled: usize,
@@ -104,7 +140,7 @@ const STEP: f32 = 0.8;
 impl EchoCanceller {
     /// A canceller for `config`, or the parameter that is out of range and what is allowed.
     pub fn new(config: EchoConfig) -> Result<Self, ConfigError> {
-        let EchoConfig { rate_hz, tail_ms, suppression_db, noise_suppression } = config;
+        let EchoConfig { rate_hz, tail_ms, suppression_db, noise_suppression, delay_search } = config;
         if !AEC_RATES_HZ.contains(&rate_hz) {
             return Err(ConfigError::OutOfRange {
                 name: "rate_hz",
@@ -131,8 +167,16 @@ impl EchoCanceller {
         let fft = Fft::new(2 * n);
         let bins = fft.bins();
         let floor = 10f32.powf(-suppression_db / 20.0);
+        let search = delay_search.then(|| {
+            let max_delay = (AEC_SEARCH_MS as usize * rate_hz as usize).div_ceil(1000);
+            (DelayEstimator::new(n, max_delay), DelayLine::new(max_delay + (parts + 3) * n, 2 * n))
+        });
         Ok(Self {
             n,
+            search,
+            delay_blocks: 0,
+            phase: 0.0,
+            delayed: vec![0.0; n],
             filter: EchoFilter::new(n, parts, bins),
             suppressor: Suppressor::new(n, bins, floor, suppression_db > 0.0, noise_suppression),
             fft,
@@ -179,6 +223,13 @@ impl EchoCanceller {
             converged: self.converged,
             echo_delay_samples: self.filter.peak_partition() * self.n,
             blocks: self.blocks,
+            delay_estimate_samples: self.search.as_ref().and_then(|(e, _)| e.estimate()),
+            reference_delay_samples: ((self.delay_blocks * self.n) as f64 + self.phase).round() as usize,
+            drift_ppm: self
+                .search
+                .as_ref()
+                .and_then(|(e, _)| e.drift_per_block(self.n))
+                .map(|d| (d / self.n as f64 * 1e6) as f32),
         }
     }
 
@@ -193,6 +244,12 @@ impl EchoCanceller {
         self.energy_bg = 0.0;
         self.converged = false;
         self.blocks = 0;
+        self.delay_blocks = 0;
+        self.phase = 0.0;
+        if let Some((estimator, line)) = &mut self.search {
+            estimator.reset();
+            line.reset();
+        }
     }
 
     /// Cancel the echo of `reference` in `mic` (same length); writes `mic.len()` samples to
@@ -233,8 +290,13 @@ impl EchoCanceller {
     fn process_block(&mut self) {
         self.blocks += 1;
         let n = self.n;
-        self.filter.push_reference(&self.reference, &mut self.fft);
-        let far_power = self.reference.iter().map(|v| v * v).sum::<f32>() / n as f32;
+        if self.search.is_some() {
+            self.follow_delay();
+        } else {
+            self.delayed.copy_from_slice(&self.reference);
+        }
+        self.filter.push_reference(&self.delayed, &mut self.fft);
+        let far_power = self.delayed.iter().map(|v| v * v).sum::<f32>() / n as f32;
         let far_active = far_power > FAR_ACTIVE_POWER;
         self.filter.predict(true, &mut self.fft, &mut self.y_fg);
         self.filter.predict(false, &mut self.fft, &mut self.y_bg);
@@ -262,6 +324,50 @@ impl EchoCanceller {
         for (o, v) in self.out.iter_mut().zip(&self.cleaned) {
             *o = (v * 32768.0).round().clamp(-32768.0, 32767.0) as i16;
         }
+    }
+
+    /// Delay search: learn the delay and its drift, move the filter's reference when the echo
+    /// has left the first blocks of the tail (or the drift has moved it a whole block), and take
+    /// this block's reference from the delay line.
+    fn follow_delay(&mut self) {
+        let n = self.n;
+        let Some((estimator, line)) = &mut self.search else { return };
+        estimator.process(&self.mic, &self.reference);
+        line.push(&self.reference);
+        let max_blocks = AEC_SEARCH_MS as usize * self.config.rate_hz as usize / 1000 / n;
+        // Drift: read the reference later (earlier) by as much as the echo moved, so the path
+        // the filter sees stands still. A whole block of it is carried into `delay_blocks`
+        // (the total delay, hence the filter, does not change).
+        if let Some(drift) = estimator.drift_per_block(n) {
+            self.phase += drift;
+        }
+        if self.phase >= n as f64 && self.delay_blocks < max_blocks {
+            self.phase -= n as f64;
+            self.delay_blocks += 1;
+        } else if self.phase < 0.0 && self.delay_blocks > 0 {
+            self.phase += n as f64;
+            self.delay_blocks -= 1;
+        }
+        // Only a reference that leads can be delayed: at no delay, drift the other way waits.
+        self.phase = self.phase.clamp(0.0, n as f64);
+        if let Some(estimate) = estimator.estimate() {
+            // The strongest path should sit in the filter's first blocks: after half a block
+            // (room for the path to come earlier) and before four (the tail's length is for
+            // the reverberation, not for delay).
+            let at = estimate as f64 - (self.delay_blocks * n) as f64 - self.phase;
+            let inside = at >= (n / 2) as f64 && at < (4 * n) as f64;
+            let lead = (estimate as f64 - self.phase - (2 * n) as f64).max(0.0);
+            let wanted = (lead as usize / n).min(max_blocks);
+            if !inside && wanted != self.delay_blocks {
+                let shift = wanted as isize - self.delay_blocks as isize;
+                self.delay_blocks = wanted;
+                let phase = self.phase;
+                self.filter.realign(shift, &mut self.fft, |p, frame| {
+                    line.read_frac(((wanted + p + 1) * n) as f64 + phase, frame)
+                });
+            }
+        }
+        line.read_frac((self.delay_blocks * n) as f64 + self.phase, &mut self.delayed);
     }
 
     /// Foreground/background bookkeeping on blocks where the far end plays.

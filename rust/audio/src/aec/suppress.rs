@@ -60,6 +60,12 @@ const RATIO_FALL: f32 = 0.03;
 const NOISE_RISE: f32 = 1.005;
 /// The linear filter is never assumed better than 20 dB (rooms are not linear, nor still).
 const LEAK_MIN: f32 = 1e-2;
+/// Residual-to-reference ratio assumed before any echo has been measured (10 dB): a speaker
+/// turned up or a microphone with gain makes the echo louder than the reference, and an estimate
+/// that starts too low lets the echo of the first second through (it rises only by
+/// `RATIO_RISE`). It falls to the measured level within about a second of echo; the cost is
+/// that a user talking over the very first second of agent audio is suppressed with it.
+const INITIAL_RATIO: f32 = 10.0;
 
 impl Suppressor {
     pub(crate) fn new(n: usize, bins: usize, floor: f32, enabled: bool, noise: bool) -> Self {
@@ -99,9 +105,9 @@ impl Suppressor {
         for v in [&mut self.mean_e, &mut self.mean_y, &mut self.prev_clean] {
             v.fill(0.0);
         }
-        // Start by assuming the echo is as loud as the reference: suppression works from the
-        // first block and the estimate falls to the real level within a few blocks of echo.
-        self.ratio.fill(1.0);
+        // Start by assuming the echo is louder than the reference: suppression works from the
+        // first block and the estimate falls to the real level within about a second of echo.
+        self.ratio.fill(INITIAL_RATIO);
         self.noise.fill(1e-9);
         self.cov_ey = 0.0;
         self.var_y = 0.0;
