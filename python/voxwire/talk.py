@@ -75,7 +75,10 @@ async def talk(options: TalkOptions) -> None:
     started = time.monotonic()
     console = Console(lambda: time.monotonic() - started, json=options.json, states=True)
     aec = same_device(microphone, speaker) if options.aec is None else options.aec
-    source = EchoCancelledInput(microphone, speaker.output) if aec else microphone
+    # Real devices misreport their latencies and their clocks drift: search the echo's delay.
+    source = (
+        EchoCancelledInput(microphone, speaker.output, delay_search=True) if aec else microphone
+    )
     session = RealtimeSession(
         AGENT, url=options.url, config=_CONFIG, audio_input=source, audio_output=speaker
     )
