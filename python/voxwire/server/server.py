@@ -28,7 +28,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
-from voxwire.logs import redacted_logger
+from voxwire.logs import quiet_client_handshake_failures, redacted_logger
 from voxwire.server.connection import ConnectionSettings, RealtimeConnection
 from voxwire.server.core.config import DEFAULT_MODEL
 from voxwire.server.core.input_buffer import MAX_APPEND_BYTES
@@ -56,7 +56,7 @@ SHUTDOWN_S: Final = 0.8
 MAX_FRAME_BYTES: Final = MAX_APPEND_BYTES * 4 // 3 + 1024 * 1024
 
 
-_wire_log = redacted_logger("voxwire.server.websockets")
+_wire_log = quiet_client_handshake_failures(redacted_logger("voxwire.server.websockets"))
 
 
 class KeyBook(Protocol):
@@ -174,7 +174,7 @@ class RealtimeServer:
             if urlsplit(ws.request.path).path == LIVE_PATH:  # GPT-Live (server/live.py)
                 await LiveConnection(ws, settings).serve()
                 return
-            query = parse_qs(urlsplit(ws.request.path).query)
+            query = parse_qs(_text(urlsplit(ws.request.path).query))
             model = query.get("model", [DEFAULT_MODEL])[0]
             call_id = query.get("call_id", [None])[0]
             if call_id is not None and self._calls is not None:
@@ -275,6 +275,16 @@ class RealtimeServer:
     # --- handshake --------------------------------------------------------------------------------
 
     def _check_request(self, ws: ServerConnection, request: Request) -> Response | None:
+        odd = next((n for n, v in request.headers.raw_items() if not v.isascii()), None)
+        if odd is not None:
+            # websockets reads header bytes past ASCII as lone surrogates and fails on some of
+            # them later (Sec-WebSocket-Key, its own error pages): a clear 400 first.
+            return _json_response(
+                ws,
+                HTTPStatus.BAD_REQUEST,
+                "invalid_header",
+                f"The {odd[:64]} header holds bytes that are not ASCII: send ASCII header values.",
+            )
         path = urlsplit(request.path).path
         if path not in PATHS and path != LIVE_PATH:
             return _json_response(
@@ -315,7 +325,7 @@ class RealtimeServer:
             return True
         auth = authorization or ""
         return auth[:7].lower() == "bearer " and hmac.compare_digest(
-            auth[7:].strip().encode(), self._token.encode()
+            auth[7:].strip().encode("utf-8", "surrogatepass"), self._token.encode()
         )
 
     def _authorized(self, headers: Headers) -> bool:
@@ -324,7 +334,12 @@ class RealtimeServer:
             return True
         expected = self._token.encode()
         offered = _offered_keys(headers)
-        return any(hmac.compare_digest(candidate.encode(), expected) for candidate in offered)
+        # surrogatepass: websockets reads non-ASCII header bytes as lone surrogates; such a key
+        # is simply not the token (401), never an encoding error (500).
+        return any(
+            hmac.compare_digest(candidate.encode("utf-8", "surrogatepass"), expected)
+            for candidate in offered
+        )
 
 
 def _offered_keys(headers: Headers) -> list[str]:
@@ -339,6 +354,13 @@ def _offered_keys(headers: Headers) -> list[str]:
             if protocol.startswith(_KEY_SUBPROTOCOL):
                 offered.append(protocol[len(_KEY_SUBPROTOCOL) :])
     return offered
+
+
+def _text(raw: str) -> str:
+    """A part of the request target as text: websockets reads its bytes past ASCII as lone
+    surrogates (surrogateescape); they are read again as UTF-8, anything else replaced, so that
+    what the session echoes (the model) can be sent."""
+    return raw.encode("ascii", "surrogateescape").decode("utf-8", "replace")
 
 
 def _select_subprotocol(
