@@ -343,9 +343,16 @@ def test_bodies_nested_deep_or_not_utf8_are_a_clear_400() -> None:
             verify_webhook(headers, body, SECRET, now_s=NOW)
         assert caught.value.reason == "malformed"
     with pytest.raises(WebhookError):  # a header given as text with a lone surrogate
-        verify_webhook({"webhook-id": "\ud800", "webhook-timestamp": str(NOW),
-                        "webhook-signature": "v1," + base64.b64encode(b"x" * 32).decode()},
-                       b"{}", SECRET, now_s=NOW)  # fmt: skip
+        verify_webhook(
+            {
+                "webhook-id": "\ud800",
+                "webhook-timestamp": str(NOW),
+                "webhook-signature": "v1," + base64.b64encode(b"x" * 32).decode(),
+            },
+            b"{}",
+            SECRET,
+            now_s=NOW,
+        )
 
     async def endpoint() -> None:
         async with ClientSecrets() as keys:
