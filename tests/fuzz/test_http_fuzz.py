@@ -26,18 +26,21 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.telephony.conftest import SECRET, serving_asgi
 from voxwire.agents import RealtimeAgent
-from voxwire.exceptions import WebhookError
+from voxwire.exceptions import CallControlError, ConnectionFailed, WebhookError
 from voxwire.protocol.sip import sign_webhook, verify_webhook
 from voxwire.server import RealtimeServer
 from voxwire.server.client_secrets import ClientSecrets
 from voxwire.server.core.calls import CallBook
 from voxwire.server.sip import SipTrunk
 from voxwire.telephony import WebhookApp
+from voxwire.telephony.sip import SipCalls
 from voxwire.telephony.twilio import PhoneServer, TwilioBridge, twilio_signature
+from voxwire.web import mint_client_secret
 
 from .conftest import CASES
 from .http_mutations import Request, mutate_body, mutate_request
@@ -364,3 +367,44 @@ def test_bodies_nested_deep_or_not_utf8_are_a_clear_400() -> None:
             assert "nests deeper than 64 levels" in error["message"]
 
     asyncio.run(endpoint())
+
+
+def test_an_answer_nested_deep_is_a_connection_failure_of_the_minting_client() -> None:
+    """Regression: ``mint_client_secret`` read the endpoint's answer with json.loads, so an
+    answer nested thousands deep raised RecursionError out of it."""
+    deep = b"[" * 5000 + b"]" * 5000
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(deep)}\r\nConnection: close\r\n\r\n"
+        writer.write(head.encode() + deep)
+        await writer.drain()
+        writer.close()
+
+    async def body() -> None:
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            with pytest.raises(ConnectionFailed, match="answered 200"):
+                await mint_client_secret(
+                    RealtimeAgent(name="a"), api_key="k", base_url=f"http://127.0.0.1:{port}/v1"
+                )
+
+    asyncio.run(body())
+
+
+def test_an_error_answer_nested_deep_is_a_call_control_error() -> None:
+    """Regression: ``SipCalls`` read an error answer with ``response.json()``, whose
+    RecursionError on a body nested thousands deep was not caught. (The hosted REST endpoint is
+    mocked: httpx's MockTransport.)"""
+    deep = b"[" * 5000 + b"]" * 5000
+
+    async def body() -> None:
+        transport = httpx.MockTransport(lambda request: httpx.Response(400, content=deep))
+        async with httpx.AsyncClient(transport=transport) as http:
+            calls = SipCalls(api_key="k", base_url="https://api.example/v1", http_client=http)
+            with pytest.raises(CallControlError, match="HTTP 400") as caught:
+                await calls.hangup("rtc_1")
+            assert caught.value.status == 400
+
+    asyncio.run(body())
