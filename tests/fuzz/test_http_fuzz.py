@@ -408,3 +408,32 @@ def test_an_error_answer_nested_deep_is_a_call_control_error() -> None:
             assert caught.value.status == 400
 
     asyncio.run(body())
+
+
+def test_only_the_clients_handshake_failures_lose_their_traceback() -> None:
+    """websockets' "opening handshake failed" about a malformed request becomes one warning
+    line; the same record about an exception of the server's own code keeps its traceback."""
+    from websockets.exceptions import InvalidMessage
+
+    from voxwire.logs import ClientHandshakeFailures
+
+    def record(exc: BaseException) -> logging.LogRecord:
+        try:
+            raise exc
+        except BaseException:
+            import sys
+
+            info = sys.exc_info()
+        return logging.LogRecord(
+            "w", logging.ERROR, __file__, 1, "opening handshake failed", (), info
+        )
+
+    client = record(InvalidMessage("did not receive a valid HTTP request"))
+    ours = record(ValueError("a bug of the server"))
+    keep = ClientHandshakeFailures()
+    assert keep.filter(client)
+    assert keep.filter(ours)
+    assert (client.levelno, client.exc_info) == (logging.WARNING, None)
+    assert "did not receive a valid HTTP request" in client.getMessage()
+    assert ours.levelno == logging.ERROR
+    assert ours.exc_info is not None
