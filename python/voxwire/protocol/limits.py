@@ -107,7 +107,7 @@ def shape_problem(data: str | bytes) -> str | None:
 
 def read_json(data: str | bytes) -> tuple[Any, str | None]:
     """``(value, None)`` for JSON text within the bounds above, else ``(None, what is wrong)``:
-    not UTF-8, over a bound, or not JSON. Never raises, whatever ``data`` holds; for the
+    not UTF-8, over a bound, or not JSON (the parser's message, for the caller to prefix). Never raises, whatever ``data`` holds; for the
     bodies and strings received outside the event codecs (REST bodies, webhooks, tool
     arguments and outputs), which must not recurse into a hostile nesting either."""
     problem = frame_problem(data)
@@ -120,4 +120,4 @@ def read_json(data: str | bytes) -> tuple[Any, str | None]:
     except (msgspec.DecodeError, UnicodeError, RecursionError) as exc:
         # UnicodeError: a str with a lone surrogate; RecursionError: none within the bounds,
         # kept should the interpreter's limit ever be lower than MAX_DEPTH.
-        return None, f"not valid JSON: {exc}"
+        return None, str(exc)  # msgspec says what: "JSON is malformed: …", "… truncated"
