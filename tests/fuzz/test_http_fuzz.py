@@ -305,7 +305,7 @@ def test_header_values_that_are_not_ascii_are_refused_not_crashed() -> None:
                 (
                     handshake(
                         b"/v1/realtime?model=gpt-" + odd,
-                        ((b"Authorization", b"Bearer " + TOKEN.encode()),),
+                        ((b"Authorization", b"Bearer " + TOKEN.encode()), (b"User-Agent", odd)),
                     ),
                     realtime,
                     101,

@@ -107,9 +107,10 @@ def shape_problem(data: str | bytes) -> str | None:
 
 def read_json(data: str | bytes) -> tuple[Any, str | None]:
     """``(value, None)`` for JSON text within the bounds above, else ``(None, what is wrong)``:
-    not UTF-8, over a bound, or not JSON (the parser's message, for the caller to prefix). Never raises, whatever ``data`` holds; for the
-    bodies and strings received outside the event codecs (REST bodies, webhooks, tool
-    arguments and outputs), which must not recurse into a hostile nesting either."""
+    not UTF-8, over a bound, or not JSON (the parser's message, for the caller to prefix).
+    Never raises, whatever ``data`` holds: for the bodies and strings received outside the
+    event codecs (REST bodies, webhooks, tool arguments and outputs), which must not recurse
+    into a hostile nesting either."""
     problem = frame_problem(data)
     if problem is None:
         problem = shape_problem(data)

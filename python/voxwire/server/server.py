@@ -47,6 +47,11 @@ log = logging.getLogger("voxwire.server")
 PATHS: Final = ("/v1/realtime",)
 SUBPROTOCOL: Final = Subprotocol("realtime")
 _KEY_SUBPROTOCOL: Final = "openai-insecure-api-key."
+#: The headers of a handshake that websockets or this server read (lower case): past ASCII, 400.
+_CHECKED: Final = frozenset(
+    {"authorization", "connection", "upgrade", "host", "origin", "sec-websocket-key",
+     "sec-websocket-version", "sec-websocket-protocol", "sec-websocket-extensions"}
+)  # fmt: skip
 # A 15 MiB append is ~20 MiB of base64 plus the JSON around it: receive it, then answer with
 # the service's error instead of dropping the connection.
 #: How long a connection waits for the client's answer to its close frame before cutting the
@@ -275,10 +280,17 @@ class RealtimeServer:
     # --- handshake --------------------------------------------------------------------------------
 
     def _check_request(self, ws: ServerConnection, request: Request) -> Response | None:
-        odd = next((n for n, v in request.headers.raw_items() if not v.isascii()), None)
+        odd = next(
+            (
+                n
+                for n, v in request.headers.raw_items()
+                if n.lower() in _CHECKED and not v.isascii()
+            ),
+            None,
+        )
         if odd is not None:
-            # websockets reads header bytes past ASCII as lone surrogates and fails on some of
-            # them later (Sec-WebSocket-Key, its own error pages): a clear 400 first.
+            # websockets reads header bytes past ASCII as lone surrogates and fails on them in
+            # the headers it checks (the key's digest, its own error pages): a clear 400 first.
             return _json_response(
                 ws,
                 HTTPStatus.BAD_REQUEST,

@@ -132,7 +132,8 @@ class PhoneServer:
 
     def _route(self, connection: ServerConnection, request: Request) -> Response | None:
         if not all(value.isascii() for _, value in request.headers.raw_items()):
-            # Read by websockets as lone surrogates, on which its own checks fail: refuse first.
+            # Read by websockets as lone surrogates, on which its own checks fail (and Twilio
+            # sends ASCII only): refuse first.
             return connection.respond(HTTPStatus.BAD_REQUEST, "header values must be ASCII\n")
         path = urlsplit(request.path).path
         if path == self.media_path:
