@@ -229,10 +229,11 @@ def hostile_sequence(
             out.append(mutate_frame(event, rng))
         else:
             out.append((str(event["type"]), json.dumps(event)))
-    return out, sorted(_response_ids(out) | set(responses))
+    return out, sorted(response_ids(out) | set(responses))
 
 
-def _response_ids(frames: list[tuple[str, Frame]]) -> set[str]:
+def response_ids(frames: list[tuple[str, Frame]]) -> set[str]:
+    """Every response id the frames name (``response_id``, ``response.id``) where readable."""
     found: set[str] = set()
     for _, frame in frames:
         event, _ = read_json(frame)  # bounded: some frames nest thousands deep

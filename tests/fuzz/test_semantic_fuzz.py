@@ -8,7 +8,6 @@ outputs nested thousands deep.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -34,7 +33,7 @@ from .proxy import HostileProxy, hostile_proxy
 from .semantic import hostile_sequence
 from .test_core_fuzz import check_events
 from .test_http_fuzz import ErrorLog
-from .test_session_fuzz import clean_turn
+from .test_session_fuzz import clean_turn, settling
 
 BASE_SEED = int(os.environ.get("VOXWIRE_FUZZ_SEED", "19"))
 CORE_FRAMES = int(os.environ.get("VOXWIRE_FUZZ_SEMANTIC_CORE", "6000"))
@@ -87,30 +86,12 @@ AGENT = RealtimeAgent(
 )
 
 
-def settle(responses: list[str]) -> list[str]:
-    return [
-        json.dumps(
-            {
-                "type": "response.done",
-                "event_id": f"settle_{rid[:40]}",
-                "response": {
-                    "object": "realtime.response",
-                    "id": rid,
-                    "status": "cancelled",
-                    "output": [],
-                },
-            }
-        )
-        for rid in responses
-    ]
-
-
 async def rounds(
     session: RealtimeSession, proxy: HostileProxy, rng: random.Random, speaker: MemoryOutput | None
 ) -> None:
     for _ in range(ROUNDS):
         frames, responses = hostile_sequence(rng, PER_ROUND)
-        await proxy.inject([frame for _, frame in frames] + settle(responses))
+        await proxy.inject([frame for _, frame in frames] + settling(responses))
         for kind, _ in frames:
             CASES[f"session out-of-order frames: {kind}"] += 1
         events = await clean_turn(session)
