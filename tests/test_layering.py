@@ -148,6 +148,7 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.protocol",
             "voxwire.audio",
             "voxwire.exceptions",
+            "voxwire.logs",  # stdlib only: the websockets log filters
         },
         "third_party": {"httpx", "websockets", "msgspec", "numpy"},
         "no_stdlib": set(),
@@ -160,6 +161,7 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.agents",
             "voxwire.audio",
             "voxwire.exceptions",
+            "voxwire.logs",  # stdlib only: the websockets log filters
         },
         "voxwire_exact": {"voxwire.asyncio", "voxwire.asyncio.events"},
         "third_party": {"websockets", "msgspec", "numpy"},
@@ -274,6 +276,7 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.exceptions",
             "voxwire.demo.script",
             "voxwire.quickstart",
+            "voxwire.logs",  # stdlib only: the websockets log filters
         },
         "voxwire_exact": {"voxwire.server"},
         "third_party": {"websockets"},

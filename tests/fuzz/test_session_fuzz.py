@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -33,6 +34,7 @@ from ..asyncio.helpers import MANUAL, assert_only_current_task, run, serving, un
 from .conftest import CASES
 from .mutations import SERVER_TRACES, Frame, load_trace, mutate_sequence, pcm16_b64
 from .proxy import HostileProxy, hostile_proxy
+from .semantic import response_ids
 
 BASE_SEED = int(os.environ.get("VOXWIRE_FUZZ_SEED", "19"))
 SESSIONS = 6
@@ -60,18 +62,14 @@ def audio_deltas(rng: random.Random) -> list[tuple[str, Frame]]:
     return frames
 
 
-def settling(events: list[dict[str, Any]]) -> list[Frame]:
-    """``response.done`` (cancelled) for every response the trace started."""
-    ids = {"resp_fuzz_audio"}
-    for event in events:
-        response = event.get("response")
-        if isinstance(response, dict) and isinstance(response.get("id"), str):
-            ids.add(response["id"])
+def settling(ids: Iterable[str]) -> list[Frame]:
+    """``response.done`` (cancelled) for every response id given: a server ends what it began,
+    so the session's gate is free for the clean turn."""
     return [
         json.dumps(
             {
                 "type": "response.done",
-                "event_id": f"fuzz_done_{response_id}",
+                "event_id": f"fuzz_done_{response_id[:40]}",
                 "response": {
                     "object": "realtime.response",
                     "id": response_id,
@@ -92,7 +90,10 @@ def hostile_batch(rng: random.Random, traces: dict[str, list[dict[str, Any]]]) -
     frames[at:at] = audio_deltas(rng)
     for kind, _ in frames:
         CASES[f"session frames: {kind}"] += 1
-    return [frame for _, frame in frames] + settling(traces[name])
+    # Every response the batch started, mutated ids included (a response.created whose id was
+    # made huge is a response of its own: ending only the trace's left the gate waiting).
+    ids = {"resp_fuzz_audio", *response_ids(frames)}
+    return [frame for _, frame in frames] + settling(ids)
 
 
 async def clean_turn(session: RealtimeSession) -> list[SessionEvent]:

@@ -30,6 +30,7 @@ from voxwire.protocol.limits import (
     MAX_FRAME_BYTES,
     MAX_VALUES,
     frame_problem,
+    read_json,
     shape_problem,
 )
 from voxwire.protocol.state import HANDLERS, INTERNAL_ERROR_PREFIX
@@ -284,3 +285,25 @@ def test_a_failing_decoder_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(events[0], ProtocolErrorEvent)
     assert events[0].message == f"{INTERNAL_ERROR_PREFIX} ValueError: boom"
     assert events[0].event_type is None
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (b'{"a": 1', "truncated"),
+        (b"[1, 2,]", "malformed"),
+        ("\ud800", "surrogate"),  # a str with a lone surrogate: not encodable
+        (b"\xff\xfe", "UTF-8"),
+        (b"[" * 100 + b"]" * 100, "deeper"),
+    ],
+)
+def test_read_json_names_the_problem_and_never_raises(data: str | bytes, problem: str) -> None:
+    value, found = read_json(data)
+    assert value is None
+    assert found is not None
+    assert problem.lower() in found.lower()
+
+
+def test_read_json_reads_json_within_the_bounds() -> None:
+    assert read_json(b'{"a": [1, "b"]}') == ({"a": [1, "b"]}, None)
+    assert read_json('"text"') == ("text", None)

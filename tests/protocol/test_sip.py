@@ -9,6 +9,7 @@ from voxwire.exceptions import ConfigurationError, WebhookError
 from voxwire.protocol import SessionConfig
 from voxwire.protocol.sip import (
     MAX_WEBHOOK_BYTES,
+    LiveCallIncoming,
     RealtimeCallIncoming,
     accept_body,
     check_status_code,
@@ -118,3 +119,17 @@ def test_the_incoming_call_event() -> None:
 def test_bad_secrets(secret: object) -> None:
     with pytest.raises(ConfigurationError, match="whsec_"):
         webhook_key(secret)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["live.transport.incoming", "live.call.incoming"])
+def test_the_incoming_live_call_event(kind: str) -> None:
+    body = (
+        b'{"object": "event", "id": "e", "type": "' + kind.encode() + b'", "created_at": 1, '
+        b'"data": {"session_id": "sess_1", "sip_headers": [{"name": "To", "value": "sip:b@c"}]}}'
+    )
+    headers = sign_webhook(body, secret=SECRET, webhook_id="wh", timestamp_s=10)
+    event = verify_webhook(headers, body, SECRET, now_s=10)
+    assert isinstance(event, LiveCallIncoming)
+    assert event.session_id == event.call_id == "sess_1"
+    assert event.sip_header("to") == "sip:b@c"
+    assert event.sip_header("From") is None

@@ -260,6 +260,9 @@ def test_replies_that_are_not_completions_and_undeclared_tools_are_clear_errors(
             model.raw = b"<html>proxy error</html>"
             with pytest.raises(ChatEndpointError, match="did not answer with JSON: <html>"):
                 await responder.respond(turn)
+            model.raw = b"[" * 5000 + b"]" * 5000  # was a RecursionError out of json.loads
+            with pytest.raises(ChatEndpointError, match="nests deeper than 64 levels"):
+                await responder.respond(turn)
             model.raw = b'{"object": "error"}'
             with pytest.raises(ChatEndpointError, match="not a chat completion"):
                 await responder.respond(turn)

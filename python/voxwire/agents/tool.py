@@ -50,6 +50,7 @@ from voxwire.agents.tool_guardrail import (
 )
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import config as wire
+from voxwire.protocol.limits import read_json
 
 __all__ = [
     "ApprovalPolicy",
@@ -234,10 +235,11 @@ class FunctionTool:
 
     def parse_arguments(self, raw: str) -> dict[str, Any]:
         """The call's arguments as keyword arguments; raises :class:`ToolArgumentsError`."""
-        try:
-            value = msgspec.json.decode(raw.encode() if raw.strip() else b"{}")
-        except msgspec.DecodeError as exc:
-            raise ToolArgumentsError(f"the arguments are not valid JSON: {exc}") from None
+        # Bounded (depth, size) and never raising on what the server sent: not UTF-8,
+        # nested thousands deep, a lone surrogate.
+        value, problem = read_json(raw) if raw.strip() else ({}, None)
+        if problem is not None:
+            raise ToolArgumentsError(f"the arguments are not valid JSON: {problem}")
         if not isinstance(value, dict):
             raise ToolArgumentsError(
                 f"the arguments must be a JSON object, got {type(value).__name__}"

@@ -27,9 +27,18 @@ from __future__ import annotations
 
 import re
 from itertools import accumulate
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["MAX_DEPTH", "MAX_FRAME_BYTES", "MAX_VALUES", "frame_problem", "shape_problem"]
+import msgspec
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FRAME_BYTES",
+    "MAX_VALUES",
+    "frame_problem",
+    "read_json",
+    "shape_problem",
+]
 
 MAX_FRAME_BYTES: Final = 32 * 1024 * 1024
 MAX_DEPTH: Final = 64
@@ -94,3 +103,22 @@ def shape_problem(data: str | bytes) -> str | None:
     ):
         return f"frame nests deeper than {MAX_DEPTH} levels (voxwire.protocol.limits.MAX_DEPTH)"
     return None
+
+
+def read_json(data: str | bytes) -> tuple[Any, str | None]:
+    """``(value, None)`` for JSON text within the bounds above, else ``(None, what is wrong)``:
+    not UTF-8, over a bound, or not JSON (the parser's message, for the caller to prefix).
+    Never raises, whatever ``data`` holds: for the bodies and strings received outside the
+    event codecs (REST bodies, webhooks, tool arguments and outputs), which must not recurse
+    into a hostile nesting either."""
+    problem = frame_problem(data)
+    if problem is None:
+        problem = shape_problem(data)
+    if problem is not None:
+        return None, problem
+    try:
+        return msgspec.json.decode(data), None
+    except (msgspec.DecodeError, UnicodeError, RecursionError) as exc:
+        # UnicodeError: a str with a lone surrogate; RecursionError: none within the bounds,
+        # kept should the interpreter's limit ever be lower than MAX_DEPTH.
+        return None, str(exc)  # msgspec says what: "JSON is malformed: …", "… truncated"

@@ -37,6 +37,7 @@ from msgspec import Struct
 
 from voxwire.exceptions import ConfigurationError, WebhookError
 from voxwire.protocol.config import SessionConfig
+from voxwire.protocol.limits import read_json
 
 __all__ = [
     "DEFAULT_REJECT_STATUS",
@@ -182,7 +183,12 @@ def webhook_key(secret: str) -> bytes:
 
 
 def _signature(key: bytes, webhook_id: str, timestamp: str, body: bytes) -> bytes:
-    content = b"%s.%s.%s" % (webhook_id.encode(), timestamp.encode(), body)
+    # surrogatepass: a header given as a str with a lone surrogate cannot match, never raises.
+    content = b"%s.%s.%s" % (
+        webhook_id.encode("utf-8", "surrogatepass"),
+        timestamp.encode("utf-8", "surrogatepass"),
+        body,
+    )
     return hmac.new(key, content, hashlib.sha256).digest()
 
 
@@ -220,7 +226,7 @@ def verify_webhook(
     :class:`~voxwire.exceptions.WebhookError` (``reason`` and a message saying what to check)
     for a missing header, a forged or stale request, or a body that is not an event."""
     key = webhook_key(secret)
-    raw = body.encode() if isinstance(body, str) else bytes(body)
+    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else bytes(body)
     webhook_id = _required(headers, "webhook-id")
     timestamp = _required(headers, "webhook-timestamp")
     offered = _required(headers, "webhook-signature")
@@ -268,7 +274,7 @@ def _v1_signatures(header: str) -> list[bytes]:
             continue
         try:
             found.append(base64.b64decode(value, validate=True))
-        except binascii.Error:
+        except ValueError:  # binascii.Error, or text that is not ASCII
             continue
     return found
 
@@ -278,13 +284,12 @@ def parse_webhook_event(
 ) -> RealtimeCallIncoming | LiveCallIncoming | WebhookEvent:
     """The event in a (verified) webhook body; raises :class:`WebhookError` (``malformed``)
     if it is not one."""
-    raw = body.encode() if isinstance(body, str) else body
+    raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
     if len(raw) > MAX_WEBHOOK_BYTES:
         raise WebhookError("malformed", f"the webhook body is over {MAX_WEBHOOK_BYTES} bytes")
-    try:
-        data = msgspec.json.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise WebhookError("malformed", f"the webhook body is not JSON: {exc}") from None
+    data, problem = read_json(raw)  # bounded: never a RecursionError or UnicodeDecodeError
+    if problem is not None:
+        raise WebhookError("malformed", f"the webhook body is not JSON: {problem}")
     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
         raise WebhookError("malformed", "the webhook body is not an event object with a 'type'")
     data["webhook_id"] = webhook_id

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from voxwire.protocol.limits import read_json
 from voxwire.server.core.config import DEFAULT_MODEL, apply_update, default_session
 from voxwire.server.core.errors import ServerError
 from voxwire.server.listening import StartsAndCloses
@@ -109,7 +110,7 @@ class ClientSecrets(StartsAndCloses):
     def session_for(self, key: str) -> dict[str, Any] | None:
         """The session a valid, unexpired key starts with (``None``: not a key minted here)."""
         for value, secret in self._keys.items():
-            if hmac.compare_digest(value.encode(), key.encode()):
+            if hmac.compare_digest(value.encode(), key.encode("utf-8", "surrogatepass")):
                 return secret.session if self._clock() < secret.expires_at else None
         return None
 
@@ -147,7 +148,7 @@ class ClientSecrets(StartsAndCloses):
             return True
         auth = authorization or ""
         return auth[:7].lower() == "bearer " and hmac.compare_digest(
-            auth[7:].strip().encode(), self._token.encode()
+            auth[7:].strip().encode("utf-8", "surrogatepass"), self._token.encode()
         )
 
     # -- the endpoint -----------------------------------------------------------------------------
@@ -209,10 +210,11 @@ class ClientSecrets(StartsAndCloses):
                 413, None, f"Content-Length {length[:20]!r}: expected 0..{MAX_BODY_BYTES}."
             )
         raw = await reader.readexactly(int(length))
-        try:
-            body = json.loads(raw) if raw else {}
-        except ValueError:
-            return _error(400, None, "We could not parse the JSON body of your request.")
+        body, problem = read_json(raw) if raw else ({}, None)  # bounded: no deep recursion
+        if problem is not None:
+            return _error(
+                400, None, f"We could not parse the JSON body of your request: {problem}."
+            )
         return self.mint(body, request.headers.get("authorization"))
 
 

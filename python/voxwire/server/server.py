@@ -28,7 +28,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
-from voxwire.logs import redacted_logger
+from voxwire.logs import quiet_client_handshake_failures, redacted_logger
 from voxwire.server.connection import ConnectionSettings, RealtimeConnection
 from voxwire.server.core.config import DEFAULT_MODEL
 from voxwire.server.core.conversation import DEFAULT_AUDIO_BUDGET_BYTES
@@ -49,6 +49,11 @@ log = logging.getLogger("voxwire.server")
 PATHS: Final = ("/v1/realtime",)
 SUBPROTOCOL: Final = Subprotocol("realtime")
 _KEY_SUBPROTOCOL: Final = "openai-insecure-api-key."
+#: The headers of a handshake that websockets or this server read (lower case): past ASCII, 400.
+_CHECKED: Final = frozenset(
+    {"authorization", "connection", "upgrade", "host", "origin", "sec-websocket-key",
+     "sec-websocket-version", "sec-websocket-protocol", "sec-websocket-extensions"}
+)  # fmt: skip
 # A 15 MiB append is ~20 MiB of base64 plus the JSON around it: receive it, then answer with
 # the service's error instead of dropping the connection.
 #: How long a connection waits for the client's answer to its close frame before cutting the
@@ -58,7 +63,7 @@ SHUTDOWN_S: Final = 0.8
 MAX_FRAME_BYTES: Final = MAX_APPEND_BYTES * 4 // 3 + 1024 * 1024
 
 
-_wire_log = redacted_logger("voxwire.server.websockets")
+_wire_log = quiet_client_handshake_failures(redacted_logger("voxwire.server.websockets"))
 
 
 class KeyBook(Protocol):
@@ -199,7 +204,7 @@ class RealtimeServer:
             assert ws.request is not None
             if _is_live(ws.request.path):  # GPT-Live: a session, a fork, a SIP call's sideband
                 return await self._live_connection(ws, settings).serve()
-            query = parse_qs(urlsplit(ws.request.path).query)
+            query = parse_qs(_text(urlsplit(ws.request.path).query))
             model = query.get("model", [DEFAULT_MODEL])[0]
             call_id = query.get("call_id", [None])[0]
             if call_id is not None and self._calls is not None:
@@ -311,6 +316,23 @@ class RealtimeServer:
     # --- handshake --------------------------------------------------------------------------------
 
     def _check_request(self, ws: ServerConnection, request: Request) -> Response | None:
+        odd = next(
+            (
+                n
+                for n, v in request.headers.raw_items()
+                if n.lower() in _CHECKED and not v.isascii()
+            ),
+            None,
+        )
+        if odd is not None:
+            # websockets reads header bytes past ASCII as lone surrogates and fails on them in
+            # the headers it checks (the key's digest, its own error pages): a clear 400 first.
+            return _json_response(
+                ws,
+                HTTPStatus.BAD_REQUEST,
+                "invalid_header",
+                f"The {odd[:64]} header holds bytes that are not ASCII: send ASCII header values.",
+            )
         path = urlsplit(request.path).path
         if path not in PATHS and not _is_live(path):
             return _json_response(
@@ -362,7 +384,7 @@ class RealtimeServer:
             return True
         auth = authorization or ""
         return auth[:7].lower() == "bearer " and hmac.compare_digest(
-            auth[7:].strip().encode(), self._token.encode()
+            auth[7:].strip().encode("utf-8", "surrogatepass"), self._token.encode()
         )
 
     def _authorized(self, headers: Headers) -> bool:
@@ -371,7 +393,12 @@ class RealtimeServer:
             return True
         expected = self._token.encode()
         offered = _offered_keys(headers)
-        return any(hmac.compare_digest(candidate.encode(), expected) for candidate in offered)
+        # surrogatepass: websockets reads non-ASCII header bytes as lone surrogates; such a key
+        # is simply not the token (401), never an encoding error (500).
+        return any(
+            hmac.compare_digest(candidate.encode("utf-8", "surrogatepass"), expected)
+            for candidate in offered
+        )
 
 
 def _offered_keys(headers: Headers) -> list[str]:
@@ -386,6 +413,13 @@ def _offered_keys(headers: Headers) -> list[str]:
             if protocol.startswith(_KEY_SUBPROTOCOL):
                 offered.append(protocol[len(_KEY_SUBPROTOCOL) :])
     return offered
+
+
+def _text(raw: str) -> str:
+    """A part of the request target as text: websockets reads its bytes past ASCII as lone
+    surrogates (surrogateescape); they are read again as UTF-8, anything else replaced, so that
+    what the session echoes (the model) can be sent."""
+    return raw.encode("ascii", "surrogateescape").decode("utf-8", "replace")
 
 
 def _select_subprotocol(

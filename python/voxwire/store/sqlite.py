@@ -184,7 +184,8 @@ def _migrate(connection: sqlite3.Connection, path: Path, upto: int) -> int:
             name
             for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         }
-        version = max(upto, found or 0)
+        # A damaged row may hold text: migration_statements says so (StoreSchemaError).
+        version = max(upto, found) if isinstance(found, int) else upto
         steps = migration_statements(found, written_by, str(path), _TYPES, version, tables)
         for sql, params in steps:
             connection.execute(sql, params)

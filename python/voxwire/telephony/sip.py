@@ -30,6 +30,7 @@ except ImportError as exc:  # pragma: no cover - the optional extra is missing
 from voxwire.agents.agent import RealtimeAgent, agent_session_config, resolve_agent
 from voxwire.exceptions import CallControlError, ConfigurationError
 from voxwire.protocol.config import SessionConfig
+from voxwire.protocol.limits import read_json
 from voxwire.protocol.sip import accept_body, refer_body, reject_body
 
 __all__ = ["DEFAULT_API_BASE_URL", "CallControl", "SipCalls"]
@@ -140,10 +141,8 @@ class SipCalls(CallControl):
 
 
 def _error_of(response: httpx.Response) -> tuple[str | None, str]:
-    try:
-        error = response.json().get("error")
-    except (ValueError, AttributeError):
-        error = None
+    body, _ = read_json(response.content)  # bounded: never RecursionError on a deep answer
+    error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
         code = error.get("code")
         return (code if isinstance(code, str) else None), str(error.get("message", ""))[:500]

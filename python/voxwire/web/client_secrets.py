@@ -25,6 +25,7 @@ from voxwire.agents import RealtimeAgent, agent_session_config, resolve_instruct
 from voxwire.asyncio import DEFAULT_MODEL
 from voxwire.exceptions import ConfigurationError, ConnectionFailed
 from voxwire.protocol import SessionConfig
+from voxwire.protocol.limits import read_json
 
 __all__ = ["HOSTED_BASE_URL", "ClientSecret", "client_secret_request", "mint_client_secret"]
 
@@ -121,8 +122,7 @@ def _post(
         status, raw = exc.code, exc.read()
     except (urllib.error.URLError, OSError) as exc:
         raise ConnectionFailed(f"POST {url} failed: {exc}") from None
-    try:
-        answer = json.loads(raw)
-    except ValueError:
+    answer, problem = read_json(raw)  # bounded: an answer nested thousands deep is refused
+    if problem is not None:
         answer = {"error": {"message": raw[:300].decode("utf-8", "replace")}}
     return status, answer if isinstance(answer, dict) else {"answer": answer}

@@ -29,6 +29,7 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from voxwire.logs import quiet_client_handshake_failures
 from voxwire.web.bridge import SessionRecipe as SessionRecipe
 from voxwire.web.bridge import TabBridge
 from voxwire.web.timeline import Record, Timeline
@@ -46,6 +47,7 @@ STATIC_FILES: Final = {
     "style.css": "text/css; charset=utf-8",
 }
 _MAX_MESSAGE_BYTES: Final = 1 << 20
+_WIRE: Final = quiet_client_handshake_failures(logging.getLogger("voxwire.web.websockets"))
 
 
 def static_text(name: str) -> str:
@@ -84,6 +86,7 @@ class WebServer:
             process_request=self._request,
             max_size=_MAX_MESSAGE_BYTES,
             compression=None,
+            logger=_WIRE,
         )
 
     async def close(self) -> None:

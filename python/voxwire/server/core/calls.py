@@ -28,6 +28,7 @@ import msgspec
 
 from voxwire.exceptions import ConfigurationError
 from voxwire.live.objects import LiveSessionConfig
+from voxwire.protocol.limits import read_json
 from voxwire.protocol.sip import DEFAULT_REJECT_STATUS, check_status_code, check_target_uri
 from voxwire.server.core.config import DEFAULT_MODEL, apply_update, default_session
 from voxwire.server.core.errors import ServerError
@@ -236,10 +237,11 @@ def _json_object(body: bytes, *, required: bool) -> dict[str, Any] | RestAnswer:
         if required:
             return _error(400, "missing_required_parameter", "Missing required parameter: 'type'.")
         return {}
-    try:
-        raw = msgspec.json.decode(body)
-    except msgspec.DecodeError:
-        return _error(400, "invalid_json", "The body of the request is not valid JSON.")
+    raw, problem = read_json(body)  # bounded: no recursion into a hostile nesting
+    if problem is not None:
+        return _error(
+            400, "invalid_json", f"The body of the request is not valid JSON ({problem})."
+        )
     if not isinstance(raw, dict):
         return _error(400, "invalid_type", "The body of the request must be a JSON object.")
     return raw

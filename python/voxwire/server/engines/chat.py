@@ -46,6 +46,7 @@ from voxwire.protocol import (
     OutputAudio,
     OutputText,
 )
+from voxwire.protocol.limits import read_json
 from voxwire.server.core.turn import CallTool, Output, Say, Turn
 from voxwire.server.engines.worker import in_daemon_thread
 
@@ -135,12 +136,12 @@ class ChatCompletionsResponder:
             raise ChatEndpointError(
                 f"chat endpoint {self.url} did not answer within {self.timeout_s:g} s"
             ) from None
-        try:
-            return json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        answer, problem = read_json(raw)  # bounded: a reply nested thousands deep is refused
+        if problem is not None:
             raise ChatEndpointError(
-                f"chat endpoint {self.url} did not answer with JSON: {_excerpt(raw)}"
-            ) from None
+                f"chat endpoint {self.url} did not answer with JSON: {_excerpt(raw)} ({problem})"
+            )
+        return answer
 
     # --- the reply --------------------------------------------------------------------------------
 

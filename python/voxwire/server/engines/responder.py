@@ -66,6 +66,7 @@ from typing import Any, Final, Protocol
 
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import FunctionCallOutputItem, MessageItem, parse_say_instructions
+from voxwire.protocol.limits import read_json
 from voxwire.server.core.live_decisions import DecisionRule, decision_rules
 from voxwire.server.core.mcp import McpServers
 from voxwire.server.core.turn import CallMcp, CallTool, Output, Say, Turn
@@ -356,10 +357,8 @@ def _fill(template: str, turn: Turn) -> str:
     tool_output = turn.tool_output
     output = tool_output[1] if tool_output is not None else ""
     values: dict[str, Any] = {"text": turn.user_text, "output": output}
-    try:
-        parsed: Any = json.loads(output) if output else None
-    except json.JSONDecodeError:
-        parsed = None
+    # Bounded: a client's tool output nested thousands deep is not JSON to look into here.
+    parsed: Any = read_json(output)[0] if output else None
 
     def lookup(match: re.Match[str]) -> str:
         name, *path = match.group(1).split(".")

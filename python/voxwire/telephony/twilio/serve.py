@@ -34,9 +34,11 @@ from xml.sax.saxutils import quoteattr
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
+from websockets.exceptions import InvalidHeader
 from websockets.http11 import Request, Response
 
 from voxwire.exceptions import InvalidState
+from voxwire.logs import quiet_client_handshake_failures
 from voxwire.telephony.twilio.bridge import CallInfo, CallReport, TwilioBridge
 
 __all__ = ["PhoneServer", "twilio_signature"]
@@ -50,8 +52,10 @@ def twilio_signature(auth_token: str, url: str, params: Mapping[str, str] | None
     """``X-Twilio-Signature`` of a request to ``url`` (with POST ``params``, sorted by name,
     each name and value appended to the URL): base64 of HMAC-SHA1 keyed by the Auth Token."""
     data = url + "".join(f"{k}{v}" for k, v in sorted((params or {}).items()))
-    digest = hmac.new(auth_token.encode(), data.encode(), hashlib.sha1).digest()
-    return base64.b64encode(digest).decode("ascii")
+    # surrogatepass: a URL or form read from a hostile request (non-ASCII bytes are lone
+    # surrogates in websockets' headers) signs to some digest, never raises.
+    digest = hmac.new(auth_token.encode(), data.encode("utf-8", "surrogatepass"), hashlib.sha1)
+    return base64.b64encode(digest.digest()).decode("ascii")
 
 
 class PhoneServer:
@@ -104,6 +108,7 @@ class PhoneServer:
             process_request=self._route,
             create_connection=_post_aware(self._post),
             max_size=2**20,
+            logger=_WIRE,
         )
         self.port = self._server.sockets[0].getsockname()[1]
 
@@ -126,16 +131,20 @@ class PhoneServer:
     # -- HTTP ------------------------------------------------------------------------------
 
     def _route(self, connection: ServerConnection, request: Request) -> Response | None:
+        if not all(value.isascii() for _, value in request.headers.raw_items()):
+            # Read by websockets as lone surrogates, on which its own checks fail (and Twilio
+            # sends ASCII only): refuse first.
+            return connection.respond(HTTPStatus.BAD_REQUEST, "header values must be ASCII\n")
         path = urlsplit(request.path).path
         if path == self.media_path:
             return None  # the websocket handshake goes on
         if path != self.webhook_path:
-            return connection.respond(HTTPStatus.NOT_FOUND, f"nothing at {path}\n")
+            return connection.respond(HTTPStatus.NOT_FOUND, _text(f"nothing at {path}\n"))
         return self._twiml(connection, request)
 
     def _twiml(self, connection: ServerConnection, request: Request) -> Response:
         status, body = self.webhook(request.path, request.headers, {})
-        response = connection.respond(status, body)
+        response = connection.respond(status, _text(body))
         if status == HTTPStatus.OK:
             response.headers = Headers(
                 [(k, v) for k, v in response.headers.raw_items() if k.lower() != "content-type"]
@@ -152,7 +161,8 @@ class PhoneServer:
         if self.auth_token:
             signed = headers.get("X-Twilio-Signature", "")
             expected = twilio_signature(self.auth_token, base + target, form)
-            if not hmac.compare_digest(signed, expected):
+            # As bytes: compare_digest refuses str with non-ASCII characters (TypeError).
+            if not hmac.compare_digest(signed.encode("utf-8", "surrogatepass"), expected.encode()):
                 logger.warning("twilio webhook refused: bad or missing X-Twilio-Signature")
                 return (
                     HTTPStatus.FORBIDDEN,
@@ -174,28 +184,36 @@ class PhoneServer:
         lines = head.decode("latin-1").split("\r\n")
         target = lines[0].split(" ")[1] if len(lines[0].split(" ")) == 3 else "/"
         headers = Headers()
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            if name:
-                headers[name.strip()] = value.strip()
-        if urlsplit(target).path != self.webhook_path:
-            status, text = HTTPStatus.NOT_FOUND, f"nothing to POST at {urlsplit(target).path}\n"
+        try:
+            for line in lines[1:]:
+                name, _, value = line.partition(":")
+                if name:
+                    headers[name.strip()] = value.strip()
+        except InvalidHeader as exc:  # a control character in a name or value
+            status, text = HTTPStatus.BAD_REQUEST, f"malformed request header: {exc}\n"
         else:
-            form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
-            status, text = self.webhook(target, headers, form)
+            status, text = self._post_answer(target, headers, body)
         kind = "text/xml" if status == HTTPStatus.OK else "text/plain"
-        data = text.encode()
+        data = text.encode("utf-8", "replace")
         return (
             f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Type: {kind}; charset=utf-8\r\n"
             f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
         ).encode() + data
 
+    def _post_answer(self, target: str, headers: Headers, body: bytes) -> tuple[HTTPStatus, str]:
+        if urlsplit(target).path != self.webhook_path:
+            return HTTPStatus.NOT_FOUND, f"nothing to POST at {urlsplit(target).path}\n"
+        form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+        return self.webhook(target, headers, form)
+
     def _token(self, call_sid: str) -> str:
-        return hmac.new(self._secret, call_sid.encode(), hashlib.sha256).hexdigest()
+        raw = call_sid.encode("utf-8", "surrogatepass")
+        return hmac.new(self._secret, raw, hashlib.sha256).hexdigest()
 
     def _authorized(self, call: CallInfo) -> bool:
-        given = call.custom_parameters.get(TOKEN_PARAMETER, "")
-        return hmac.compare_digest(given, self._token(call.call_sid))
+        given = str(call.custom_parameters.get(TOKEN_PARAMETER, ""))
+        expected = self._token(call.call_sid).encode()
+        return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected)
 
     # -- the media stream ------------------------------------------------------------------
 
@@ -248,8 +266,15 @@ def _post_aware(answer: Callable[[bytes, bytes], bytes]) -> type[ServerConnectio
     return _PostAware
 
 
+_WIRE = quiet_client_handshake_failures(logging.getLogger("voxwire.telephony.twilio.websockets"))
 _ANSWERED = logging.getLogger("voxwire.telephony.twilio.webhook")
 _ANSWERED.addFilter(lambda record: record.getMessage() != "opening handshake failed")
+
+
+def _text(body: str) -> str:
+    """``body`` with what cannot be sent as UTF-8 replaced: a path or ``Host`` of non-ASCII bytes
+    comes from websockets as lone surrogates, which ``respond`` could not encode."""
+    return body.encode("utf-8", "replace").decode("utf-8")
 
 
 def _content_length(head: bytes) -> int | None:
