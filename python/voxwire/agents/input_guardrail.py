@@ -39,6 +39,8 @@ __all__ = [
     "InputGuardrail",
     "ResponseHold",
     "input_guardrail",
+    "turn_detection_of",
+    "with_turn_detection",
 ]
 
 #: What the assistant says when an input guardrail trips (the session's default refusal).
@@ -86,7 +88,7 @@ def input_guardrail(
 # --- create_response on the wire ------------------------------------------------------------------
 
 
-def _turn_detection(config: SessionConfig | None) -> Any:
+def turn_detection_of(config: SessionConfig | None) -> Any:
     """``audio.input.turn_detection`` of ``config``: a struct, ``None`` (off) or UNSET."""
     if config is None or not isinstance(config.audio, AudioConfig):
         return msgspec.UNSET
@@ -96,7 +98,8 @@ def _turn_detection(config: SessionConfig | None) -> Any:
     return audio_input.turn_detection
 
 
-def _with_turn_detection(config: SessionConfig, detection: Any) -> SessionConfig:
+def with_turn_detection(config: SessionConfig, detection: Any) -> SessionConfig:
+    """``config`` with ``audio.input.turn_detection`` set to ``detection``."""
     audio = config.audio if isinstance(config.audio, AudioConfig) else AudioConfig()
     audio_input = audio.input if isinstance(audio.input, AudioInputConfig) else AudioInputConfig()
     audio_input = msgspec.structs.replace(audio_input, turn_detection=detection)
@@ -104,7 +107,7 @@ def _with_turn_detection(config: SessionConfig, detection: Any) -> SessionConfig
 
 
 def _set_create(config: SessionConfig, detection: Any, create: bool) -> SessionConfig:
-    return _with_turn_detection(config, msgspec.structs.replace(detection, create_response=create))
+    return with_turn_detection(config, msgspec.structs.replace(detection, create_response=create))
 
 
 class ResponseHold:
@@ -121,7 +124,7 @@ class ResponseHold:
         self._note(base)
 
     def _note(self, config: SessionConfig) -> None:
-        detection = _turn_detection(config)
+        detection = turn_detection_of(config)
         if isinstance(detection, ServerVad | SemanticVad):
             create = detection.create_response
             self.wanted = True if create is msgspec.UNSET else bool(create)
@@ -130,7 +133,7 @@ class ResponseHold:
         """A ``session.update`` of the application: its ``create_response`` is noted, and
         turned off on the wire while holding."""
         self._note(config)
-        detection = _turn_detection(config)
+        detection = turn_detection_of(config)
         if holding and isinstance(detection, ServerVad | SemanticVad):
             return _set_create(config, detection, False)
         return config
@@ -141,7 +144,7 @@ class ResponseHold:
         goes out with ``create_response: false``."""
         if not holding:
             return config
-        detection = _turn_detection(config)
+        detection = turn_detection_of(config)
         if detection is None:
             return config  # turn detection off: the application asks for every response
         if detection is msgspec.UNSET:
@@ -159,7 +162,7 @@ class ResponseHold:
         """An agent switch's ``session.update``: when holding changes, it carries the server's
         ``current`` turn detection with ``create_response`` set for the new agent (turned off,
         or back to what the application wants)."""
-        detection = _turn_detection(current)
+        detection = turn_detection_of(current)
         if holding == was_holding or not isinstance(detection, ServerVad | SemanticVad):
             return config
         return _set_create(config, detection, False if holding else self.wanted)
@@ -167,7 +170,7 @@ class ResponseHold:
     def view(self, config: SessionConfig | None) -> SessionConfig | None:
         """The server's configuration as the application configured it: ``create_response``
         shown as the application set it, not as the session holds it."""
-        detection = _turn_detection(config)
+        detection = turn_detection_of(config)
         if config is None or not isinstance(detection, ServerVad | SemanticVad):
             return config
         if detection.create_response is msgspec.UNSET:
@@ -182,7 +185,7 @@ def holds(agent: AgentView | None) -> bool:
 
 def turn_detection_on(config: SessionConfig | None) -> bool:
     """The server detects turns (and would start responses itself)."""
-    return isinstance(_turn_detection(config), ServerVad | SemanticVad)
+    return isinstance(turn_detection_of(config), ServerVad | SemanticVad)
 
 
 def transcription_on(config: SessionConfig | None) -> bool:

@@ -36,19 +36,14 @@ from typing import Final, Protocol
 import msgspec
 
 import voxwire.asyncio.events as ev
+from voxwire.agents.input_guardrail import turn_detection_of, with_turn_detection
 from voxwire.asyncio.audio.interruption import Interrupter
 from voxwire.asyncio.audio.playback import attached_output
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput, Decision, FalseInterruptionFilter
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
-from voxwire.protocol.config import (
-    AudioConfig,
-    AudioInputConfig,
-    SemanticVad,
-    ServerVad,
-    SessionConfig,
-)
+from voxwire.protocol.config import SemanticVad, ServerVad, SessionConfig
 
 __all__ = [
     "POLL_S",
@@ -69,9 +64,7 @@ def without_server_interruption(config: SessionConfig) -> SessionConfig:
     """``config`` with turn detection that does not cancel responses by itself
     (``interrupt_response: false``; server VAD with the server's defaults when none was
     configured). Turn detection off is refused: recovery needs the server's VAD to confirm."""
-    audio = config.audio if isinstance(config.audio, AudioConfig) else AudioConfig()
-    inputs = audio.input if isinstance(audio.input, AudioInputConfig) else AudioInputConfig()
-    detection = inputs.turn_detection
+    detection = turn_detection_of(config)
     if detection is None:
         raise ConfigurationError(
             "false_interruption needs the server's turn detection (server_vad or semantic_vad) "
@@ -80,9 +73,7 @@ def without_server_interruption(config: SessionConfig) -> SessionConfig:
         )
     if not isinstance(detection, ServerVad | SemanticVad):
         detection = ServerVad()
-    detection = msgspec.structs.replace(detection, interrupt_response=False)
-    inputs = msgspec.structs.replace(inputs, turn_detection=detection)
-    return msgspec.structs.replace(config, audio=msgspec.structs.replace(audio, input=inputs))
+    return with_turn_detection(config, msgspec.structs.replace(detection, interrupt_response=False))
 
 
 class RecoveryHost(Protocol):
