@@ -38,7 +38,7 @@ Delegation state lives in :class:`~voxwire.live.delegations.DelegationBook` (``d
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import msgspec
 
@@ -527,35 +527,47 @@ class LiveProtocol:
         self.delegations.backend_event(event.delegation_id, event.event)
 
 
-def _start_config(session: Mapping[str, Any]) -> LiveSessionConfig:
-    if not isinstance(session, Mapping):
-        raise ConfigurationError(f"the session is a mapping, got {type(session).__name__}")
-    unknown = sorted(set(session) - set(LiveSessionConfig.__struct_fields__))
+_Config = TypeVar("_Config", LiveSessionConfig, ForkSessionConfig)
+
+
+def _checked(
+    given: Mapping[str, Any], kind: type[_Config], what: str, unknown_note: str, invalid: str
+) -> _Config:
+    """``given`` as ``kind``, or a :class:`ConfigurationError` naming the unknown fields (after
+    ``unknown_note``, which ends with the known ones) or what does not convert."""
+    if not isinstance(given, Mapping):
+        raise ConfigurationError(f"{what} a mapping, got {type(given).__name__}")
+    known = kind.__struct_fields__
+    unknown = sorted(set(given) - set(known))
     if unknown:
         raise ConfigurationError(
-            f"session.start does not know {', '.join(map(repr, unknown))} (the Live endpoint "
-            "rejects unknown fields); known: " + ", ".join(LiveSessionConfig.__struct_fields__)
+            unknown_note.format(unknown=", ".join(map(repr, unknown))) + ", ".join(known)
         )
     try:
-        return msgspec.convert(dict(session), LiveSessionConfig)
+        return msgspec.convert(dict(given), kind)
     except msgspec.ValidationError as exc:
-        raise ConfigurationError(f"invalid Live session configuration: {exc}") from None
+        raise ConfigurationError(f"{invalid}: {exc}") from None
+
+
+def _start_config(session: Mapping[str, Any]) -> LiveSessionConfig:
+    return _checked(
+        session,
+        LiveSessionConfig,
+        "the session is",
+        "session.start does not know {unknown} (the Live endpoint rejects unknown fields); known: ",
+        "invalid Live session configuration",
+    )
 
 
 def _fork_config(overrides: Mapping[str, Any]) -> ForkSessionConfig:
-    if not isinstance(overrides, Mapping):
-        raise ConfigurationError(f"the overrides are a mapping, got {type(overrides).__name__}")
-    unknown = sorted(set(overrides) - set(ForkSessionConfig.__struct_fields__))
-    if unknown:
-        raise ConfigurationError(
-            f"a fork's session.start does not take {', '.join(map(repr, unknown))}: the model, "
-            "voice, instructions and conversation come from the stored session; it may "
-            "override only " + ", ".join(ForkSessionConfig.__struct_fields__)
-        )
-    try:
-        return msgspec.convert(dict(overrides), ForkSessionConfig)
-    except msgspec.ValidationError as exc:
-        raise ConfigurationError(f"invalid fork overrides: {exc}") from None
+    return _checked(
+        overrides,
+        ForkSessionConfig,
+        "the overrides are",
+        "a fork's session.start does not take {unknown}: the model, voice, instructions and "
+        "conversation come from the stored session; it may override only ",
+        "invalid fork overrides",
+    )
 
 
 _Handler = Callable[[LiveProtocol, Any], None]
