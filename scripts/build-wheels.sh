@@ -11,7 +11,7 @@
 #   scripts/build-wheels.sh dist/
 #
 # WHEEL_TARGETS="x86_64 aarch64" (the default) picks the architectures; armv7 is not built (see
-# README "Devices": no CPython test environment for it without compiling numpy, msgspec and
+# docs/devices.md "Devices": no CPython test environment for it without compiling numpy, msgspec and
 # webrtcvad from source under emulation).
 set -euo pipefail
 cd "$(dirname "$0")/.."

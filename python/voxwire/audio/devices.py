@@ -104,7 +104,7 @@ def _resolve(kind: Kind, device: DeviceSpec) -> tuple[int, dict[str, Any]]:
     available = list_devices(kind)
     listing = ", ".join(f"{i}: {n!r}" for i, n in available) or "none"
     hint = (
-        "" if available else " (no sound card? see README: 'Audio devices' for ALSA's null device)"
+        "" if available else " (no sound card? see docs/devices.md for ALSA's null device)"
     )
     if device is None:
         index = int(sd.default.device[0 if kind == "input" else 1])
