@@ -15,7 +15,7 @@ from voxwire.live.codec import decode_client_event, encode_event
 from voxwire.live.objects import LiveSessionConfig
 from voxwire.protocol.server_events import ProtocolErrorEvent
 from voxwire.server.core.ids import ServerIds
-from voxwire.server.core.live import Close, ContinueBackend, LiveServerSession, Speak
+from voxwire.server.live.core.session import Close, ContinueBackend, LiveServerSession, Speak
 
 OFFICIAL: TypeAdapter[Any] = TypeAdapter(ServerEvent)
 RESPONSES = {
@@ -196,7 +196,7 @@ def test_mute_and_close() -> None:
 
 @pytest.mark.parametrize("kind", sorted(ce.CLIENT_EVENT_TYPES))
 def test_every_client_event_has_an_answer_or_is_the_pumps(kind: str) -> None:
-    from voxwire.server.core.live import _HANDLERS
+    from voxwire.server.live.core.session import _HANDLERS
 
     handled = {str(c.__struct_config__.tag) for c in _HANDLERS} | {"session.start"}
     assert kind in handled | {"session.input_audio.append"}  # the pump's: turn detection

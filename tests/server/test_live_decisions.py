@@ -31,9 +31,9 @@ from voxwire.live.decisions import decisions_config
 from voxwire.live.objects import LiveSessionConfig
 from voxwire.server import RealtimeServer, Scenario
 from voxwire.server.core.ids import ServerIds
-from voxwire.server.core.live import Decide, LiveServerSession, Speak
-from voxwire.server.core.live_decisions import decision_rules, scripted_decision
 from voxwire.server.engines.tts import Voice
+from voxwire.server.live.core.decisions import decision_rules, scripted_decision
+from voxwire.server.live.core.session import Decide, LiveServerSession, Speak
 
 from .helpers import realtime_url, run, start_serve
 

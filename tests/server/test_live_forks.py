@@ -18,7 +18,7 @@ from websockets.asyncio.client import connect
 from tests.live.mutations import mutate
 from tests.live.samples import CLIENT
 from voxwire.server import RealtimeServer
-from voxwire.server.live import fork_source
+from voxwire.server.live.connection import fork_source
 
 from .helpers import FAST, run
 from .test_live_server import OFFICIAL, Listener

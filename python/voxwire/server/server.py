@@ -33,13 +33,13 @@ from voxwire.server.connection import ConnectionSettings, RealtimeConnection
 from voxwire.server.core.config import DEFAULT_MODEL
 from voxwire.server.core.conversation import DEFAULT_AUDIO_BUDGET_BYTES
 from voxwire.server.core.input_buffer import MAX_APPEND_BYTES
-from voxwire.server.core.live_forks import LiveSessionStore
 from voxwire.server.core.mcp import McpServers
 from voxwire.server.engines.responder import Responder, RulesResponder, Scenario
 from voxwire.server.engines.transcribe import Transcriber, WhisperTranscriber
 from voxwire.server.engines.tts import ENGINES, Voice
 from voxwire.server.faults import Fault
-from voxwire.server.live import LIVE_PATH, LiveConnection, attach_source, fork_source
+from voxwire.server.live.connection import LIVE_PATH, LiveConnection, attach_source, fork_source
+from voxwire.server.live.core.forks import LiveSessionStore
 from voxwire.server.responses import Pacing
 
 __all__ = ["RealtimeServer"]
@@ -242,7 +242,7 @@ class RealtimeServer:
         assert ws.request is not None
         path = urlsplit(ws.request.path).path
         attach_to = attach_source(path)
-        if attach_to is not None:  # a Live SIP call's sideband (server/live_sip.py)
+        if attach_to is not None:  # a Live SIP call's sideband (server/live/sip.py)
             assert self._calls is not None  # checked at the handshake
             return self._calls.attach_live(attach_to, ws, settings)
         return LiveConnection(ws, settings, self.live_sessions, fork_source(path))

@@ -11,7 +11,7 @@ by ``call_id`` on the server's websocket (``/v1/realtime?call_id=…``) and the 
 GPT-Live: ``trunk.call(caller, api="live")`` announces the call as ``live.transport.incoming``
 (``data.type: "sip"``, ``data.session_id``, ``data.sip_headers``); it is controlled with
 ``POST /v1/live/sessions/{session_id}/accept|reject|refer|hangup`` and its session runs when
-the sideband attaches (``/v1/live/sessions/{session_id}/attach``; :mod:`voxwire.server.live_sip`).
+the sideband attaches (``/v1/live/sessions/{session_id}/attach``; :mod:`voxwire.server.live.sip`).
 
 The REST endpoints listen on a port of their own: the websocket server reads only ``GET``
 handshakes, so the few REST routes are served with h11 (a sans-I/O HTTP/1.1 parser, the
@@ -39,7 +39,7 @@ from voxwire.protocol.sip import sign_webhook
 from voxwire.server.connection import ConnectionSettings, RealtimeConnection
 from voxwire.server.core.calls import Call, CallApi, CallBook, RestAnswer, unauthorized
 from voxwire.server.listening import StartsAndCloses
-from voxwire.server.live_sip import LiveCallConnection
+from voxwire.server.live.sip import LiveCallConnection
 from voxwire.server.phone import Caller, PhoneLine
 from voxwire.server.server import RealtimeServer
 

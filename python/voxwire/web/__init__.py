@@ -13,11 +13,11 @@
 ``voxwire web`` (:mod:`voxwire.web.command`) serves the page for an agent; docs/web.md.
 """
 
+from voxwire.timeline.observer import Record, Timeline
+from voxwire.timeline.report import render_report, write_report
 from voxwire.web.bridge import SessionRecipe, TabBridge
 from voxwire.web.client_secrets import ClientSecret, client_secret_request, mint_client_secret
-from voxwire.web.report import render_report, write_report
 from voxwire.web.server import WebServer
-from voxwire.web.timeline import Record, Timeline
 
 __all__ = [
     "ClientSecret",

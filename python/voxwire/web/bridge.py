@@ -40,7 +40,7 @@ from websockets.exceptions import ConnectionClosed
 from voxwire.agents import RealtimeAgent
 from voxwire.asyncio import RealtimeSession
 from voxwire.audio import AudioInput, RemoteOutput
-from voxwire.web.timeline import Record, Timeline
+from voxwire.timeline.observer import Record, Timeline
 
 __all__ = ["CHUNK_MS", "RATE_HZ", "SessionRecipe", "TabBridge"]
 

@@ -30,9 +30,9 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from voxwire.logs import quiet_client_handshake_failures
+from voxwire.timeline.observer import Record, Timeline
 from voxwire.web.bridge import SessionRecipe as SessionRecipe
 from voxwire.web.bridge import TabBridge
-from voxwire.web.timeline import Record, Timeline
 
 __all__ = ["STATIC_FILES", "WebServer", "static_text"]
 

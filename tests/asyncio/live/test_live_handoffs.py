@@ -17,7 +17,7 @@ from tests.asyncio.live.test_live_session import until
 from voxwire.agents import RealtimeAgent, function_tool
 from voxwire.asyncio import AgentStartEvent, ErrorEvent, HandoffEvent, ToolEndEvent
 from voxwire.asyncio.live import LiveSession, LiveTranscriptEvent
-from voxwire.asyncio.live.handoffs import MAX_APPENDED_CHARS, handoff_instructions
+from voxwire.asyncio.live.agents.handoffs import MAX_APPENDED_CHARS, handoff_instructions
 from voxwire.exceptions import ConfigurationError
 from voxwire.server import RealtimeServer, Scenario
 from voxwire.server.engines.transcribe import WhisperTranscriber

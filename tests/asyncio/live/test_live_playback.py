@@ -16,7 +16,7 @@ import pytest
 
 from voxwire.asyncio.events import MetricsCollectedEvent
 from voxwire.asyncio.live import LiveAudioEvent, LiveMetrics
-from voxwire.asyncio.live.playback import LivePlayback, live_output
+from voxwire.asyncio.live.audio.playback import LivePlayback, live_output
 from voxwire.asyncio.observability.metrics import (
     InterruptionMetrics,
     ResponseMetrics,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from voxwire.asyncio.live.transcripts import HeardClock, TranscriptRelease
+from voxwire.asyncio.live.audio.transcripts import HeardClock, TranscriptRelease
 
 
 def test_heard_position_interpolates_within_a_delta_and_never_goes_back() -> None:

@@ -2,19 +2,19 @@
 API (docs/live.md). The room sits beside the Realtime session's parts and reuses them: the tool
 machinery (``agents/``), the session events (``events/``), the background-task owner."""
 
-from voxwire.asyncio.live.decision_events import DecisionItemEvent, LiveDecisionEvent
-from voxwire.asyncio.live.decisions import (
+from voxwire.asyncio.live.agents.decisions import (
     DecisionHandler,
     DecisionRefused,
     DecisionRequest,
     LiveDecisions,
     SessionDecisions,
 )
-from voxwire.asyncio.live.delegation import (
+from voxwire.asyncio.live.agents.delegation import (
     ClientBackend,
     DelegationAnswer,
     DelegationRequest,
 )
+from voxwire.asyncio.live.decision_events import DecisionItemEvent, LiveDecisionEvent
 from voxwire.asyncio.live.events import (
     DelegationAnsweredEvent,
     DelegationStartedEvent,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from voxwire.agents.agent import ResolvedAgent
-from voxwire.asyncio.live.handoffs import function_tools_only, tool_spec
+from voxwire.asyncio.live.agents.handoffs import function_tools_only, tool_spec
 from voxwire.exceptions import ConfigurationError
 
 __all__ = ["DelegationMode", "start_config"]

@@ -37,11 +37,11 @@ from voxwire.agents.agent import RealtimeAgent, ResolvedAgent, resolve_agent
 from voxwire.asyncio.connection.reconnect import ReconnectPolicy
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
 from voxwire.asyncio.events.queue import EventQueue
+from voxwire.asyncio.live.agents.decisions import SessionDecisions
+from voxwire.asyncio.live.audio.microphone import LiveMicrophone
+from voxwire.asyncio.live.audio.playback import LivePlayback
 from voxwire.asyncio.live.config import DelegationMode, start_config
-from voxwire.asyncio.live.decisions import SessionDecisions
 from voxwire.asyncio.live.events import LiveEvent, LiveHistoryItem, LiveReconnectedEvent
-from voxwire.asyncio.live.microphone import LiveMicrophone
-from voxwire.asyncio.live.playback import LivePlayback
 from voxwire.asyncio.live.recording import LiveRecording, history_of, initial_items
 from voxwire.asyncio.live.replies import Replies
 from voxwire.asyncio.live.spans import LiveSpans

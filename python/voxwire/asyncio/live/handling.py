@@ -20,7 +20,9 @@ import msgspec
 
 import voxwire.asyncio.events as ev
 from voxwire.agents.agent import RealtimeAgent
-from voxwire.asyncio.live.delegation import ClientWork, ResponsesWork
+from voxwire.asyncio.live.agents.delegation import ClientWork, ResponsesWork
+from voxwire.asyncio.live.agents.guarding import LiveInputGuard
+from voxwire.asyncio.live.audio.playback import LivePlayback
 from voxwire.asyncio.live.events import (
     DelegationStartedEvent,
     LiveGuardrailTrippedEvent,
@@ -28,8 +30,6 @@ from voxwire.asyncio.live.events import (
     LiveTranscriptEvent,
     LiveUsageEvent,
 )
-from voxwire.asyncio.live.guarding import LiveInputGuard
-from voxwire.asyncio.live.playback import LivePlayback
 from voxwire.asyncio.live.recording import LiveRecording
 from voxwire.asyncio.live.replies import Replies
 from voxwire.asyncio.live.spans import LiveSpans

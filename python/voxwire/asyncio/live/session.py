@@ -45,13 +45,21 @@ from voxwire.asyncio.audio.playback import HasAudioOutput
 from voxwire.asyncio.connection.reconnect import ReconnectPolicy, SessionReconnecting
 from voxwire.asyncio.errors import SessionClosed
 from voxwire.asyncio.events.queue import EventQueue, QueueClosed
-from voxwire.asyncio.live.config import DelegationMode
-from voxwire.asyncio.live.decisions import LiveDecisions, SessionDecisions, check_delegation_mode
-from voxwire.asyncio.live.delegation import (
+from voxwire.asyncio.live.agents.decisions import (
+    LiveDecisions,
+    SessionDecisions,
+    check_delegation_mode,
+)
+from voxwire.asyncio.live.agents.delegation import (
     ClientBackend,
     ClientWork,
     ResponsesWork,
 )
+from voxwire.asyncio.live.agents.guarding import LiveInputGuard, Refusal
+from voxwire.asyncio.live.agents.handoffs import LiveHandoffs
+from voxwire.asyncio.live.audio.microphone import LiveMicrophone
+from voxwire.asyncio.live.audio.playback import LivePlayback, live_output
+from voxwire.asyncio.live.config import DelegationMode
 from voxwire.asyncio.live.events import (
     LiveAudioEvent,
     LiveEvent,
@@ -59,11 +67,7 @@ from voxwire.asyncio.live.events import (
     LiveMetrics,
     LiveUsageEvent,
 )
-from voxwire.asyncio.live.guarding import LiveInputGuard, Refusal
 from voxwire.asyncio.live.handling import LiveHandling
-from voxwire.asyncio.live.handoffs import LiveHandoffs
-from voxwire.asyncio.live.microphone import LiveMicrophone
-from voxwire.asyncio.live.playback import LivePlayback, live_output
 from voxwire.asyncio.live.recording import LiveRecording
 from voxwire.asyncio.live.replies import Replies
 from voxwire.asyncio.live.sideband import LiveSideband, check_attach_options

@@ -13,7 +13,7 @@ Two parts:
 
 Realtime's wire events go through protocol-neutral steps (``turn_ended``, ``response_started``,
 ``audio_received``, ``response_finished``) that a ``LiveSession`` calls directly, each of the
-model's utterances counting as a response (asyncio/live/playback.py). The records are in
+model's utterances counting as a response (asyncio/live/audio/playback.py). The records are in
 :mod:`voxwire.asyncio.observability.records`.
 
 What is measured (all times in seconds, from the session's monotonic clock):

@@ -32,7 +32,7 @@ from voxwire.protocol.limits import read_json
 from voxwire.protocol.sip import DEFAULT_REJECT_STATUS, check_status_code, check_target_uri
 from voxwire.server.core.config import DEFAULT_MODEL, apply_update, default_session
 from voxwire.server.core.errors import ServerError
-from voxwire.server.core.live_config import start_problem
+from voxwire.server.live.core.config import start_problem
 
 __all__ = ["Call", "CallBook", "CallState", "RestAnswer", "unauthorized"]
 

@@ -67,9 +67,9 @@ from typing import Any, Final, Protocol
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import FunctionCallOutputItem, MessageItem, parse_say_instructions
 from voxwire.protocol.limits import read_json
-from voxwire.server.core.live_decisions import DecisionRule, decision_rules
 from voxwire.server.core.mcp import McpServers
 from voxwire.server.core.turn import CallMcp, CallTool, Output, Say, Turn
+from voxwire.server.live.core.decisions import DecisionRule, decision_rules
 
 __all__ = [
     "CallMcp",
@@ -162,7 +162,7 @@ class Scenario:
     fallback: str | None = "You said: {text}"
     #: Hosted MCP servers the scenario plays (:mod:`voxwire.server.core.mcp`).
     mcp_servers: McpServers = field(default_factory=McpServers)
-    #: The scripted Decisions model of a Live session (:mod:`voxwire.server.core.live_decisions`).
+    #: The scripted Decisions model of a Live session (:mod:`voxwire.server.live.core.decisions`).
     decisions: tuple[DecisionRule, ...] = ()
 
     @classmethod

@@ -1,7 +1,7 @@
 """``LiveConnection``: one GPT-Live websocket (``/v1/live/sessions``) of the local server.
 
-The pump around :class:`~voxwire.server.core.live.LiveServerSession`: frames in, events out in
-order, and the work that takes time — turn detection on the input audio (the server's
+The pump around :class:`~voxwire.server.live.core.session.LiveServerSession`: frames in,
+events out in order, and the work that takes time — turn detection on the input audio (the server's
 webrtcvad :class:`~voxwire.server.engines.vad.TurnDetector`), transcription of each user turn
 (the server's transcriber), the decision (the server's responder: a
 :class:`~voxwire.server.engines.responder.Scenario`'s rules), speech (the server's voice).
@@ -20,12 +20,12 @@ starting while the model speaks stops it — the model hears the interruption �
 did not get to are never sent. With Decisions delegation a turn that a scenario ``decisions``
 rule matches is delegated to the scripted Decisions model (``decision.event``); decision items,
 ``decision.create`` and transcript triggers are answered too
-(:mod:`voxwire.server.core.live_decisions`).
+(:mod:`voxwire.server.live.core.decisions`).
 
 A session started with ``store: true`` is kept (configuration and conversation) and, once its
 connection has ended, can be forked on ``/v1/live/sessions/{id}/fork`` — the hosted service's
-way of going on after a lost connection (:mod:`voxwire.server.core.live_forks`). A SIP call
-accepted as Live is served to its sideband by :mod:`voxwire.server.live_sip`. Not emulated:
+way of going on after a lost connection (:mod:`voxwire.server.live.core.forks`). A SIP call
+accepted as Live is served to its sideband by :mod:`voxwire.server.live.sip`. Not emulated:
 WebRTC and a sideband of a WebSocket session.
 """
 
@@ -48,7 +48,17 @@ from voxwire.protocol import FunctionCallItem, FunctionCallOutputItem, InputText
 from voxwire.protocol.items import Item
 from voxwire.server.connection import ConnectionSettings
 from voxwire.server.core.ids import ServerIds
-from voxwire.server.core.live import (
+from voxwire.server.core.turn import CallTool, Say, Turn
+from voxwire.server.core.turn_detection import SpeechStarted, SpeechStopped
+from voxwire.server.engines.vad import TurnDetector
+from voxwire.server.live.core.decisions import (
+    DecisionRule,
+    rule_for_turn,
+    session_decisions,
+    trigger_config,
+)
+from voxwire.server.live.core.forks import LiveSessionStore
+from voxwire.server.live.core.session import (
     BYTES_PER_MS,
     BackendDelegation,
     Close,
@@ -58,16 +68,6 @@ from voxwire.server.core.live import (
     Out,
     Speak,
 )
-from voxwire.server.core.live_decisions import (
-    DecisionRule,
-    rule_for_turn,
-    session_decisions,
-    trigger_config,
-)
-from voxwire.server.core.live_forks import LiveSessionStore
-from voxwire.server.core.turn import CallTool, Say, Turn
-from voxwire.server.core.turn_detection import SpeechStarted, SpeechStopped
-from voxwire.server.engines.vad import TurnDetector
 
 __all__ = ["LIVE_PATH", "LiveConnection", "attach_source", "fork_source"]
 

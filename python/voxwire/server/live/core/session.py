@@ -11,11 +11,11 @@ Rules (the Live reference and guides; ``openai.types.live``):
   or Decisions delegation; ``session.thinking.append`` is silent; a non-null ``delegation_id``
   must name a client or Decisions delegation ("not accepted with Responses delegation");
 * ``response.item.create`` / ``response.create`` require Responses delegation;
-* the Decisions API (items, ``decision.create``, triggers): :mod:`.live_decisions`;
+* the Decisions API (items, ``decision.create``, triggers): :mod:`.decisions`;
 * a SIP call accepted as Live starts with the accept's configuration (:meth:`accepted`); its
   sideband's ``transport.dtmf.send`` gets ``transport.dtmf.sent``, a bad key ``invalid_value``;
 * on a fork connection (``/v1/live/sessions/{id}/fork``) ``session.start`` carries overrides
-  of a stored session, which must have ended (:mod:`voxwire.server.core.live_forks`); a
+  of a stored session, which must have ended (:mod:`voxwire.server.live.core.forks`); a
   session started with ``store: true`` is kept for forking.
 
 Commands tell the pump what takes time: :class:`Speak` (voice a text), :class:`ContinueBackend`
@@ -50,14 +50,14 @@ from voxwire.live.objects import (
 from voxwire.live.protocol import DTMF_KEYS, MAX_FIXTURE_BYTES
 from voxwire.protocol.server_events import ProtocolErrorEvent
 from voxwire.server.core.ids import ServerIds
-from voxwire.server.core.live_config import (
+from voxwire.server.live.core.config import (
     DEFAULT_FORMAT,
     DEFAULT_VOICE,
     session_resource,
     start_problem,
 )
-from voxwire.server.core.live_decisions import DecisionDesk, session_decisions
-from voxwire.server.core.live_forks import (
+from voxwire.server.live.core.decisions import DecisionDesk, session_decisions
+from voxwire.server.live.core.forks import (
     ForkRefused,
     LiveSessionStore,
     Role,

@@ -10,15 +10,21 @@ import html
 import json
 import re
 from collections.abc import Iterable, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from voxwire.web.server import static_text
-from voxwire.web.timeline import Timeline
+from voxwire.timeline.observer import Timeline
 
 __all__ = ["render_report", "write_report"]
 
 _EXPORT_LIST = re.compile(r"^export \{[^}]*\};\s*$", re.MULTILINE)
+
+
+def static_text(name: str) -> str:
+    """One of the browser page's files (``voxwire/web/static``: the page's legend, style and
+    timeline module), read as package data: the report draws what the page draws."""
+    return (resources.files("voxwire") / "web" / "static" / name).read_text("utf-8")
 
 
 def _legend() -> str:

@@ -25,13 +25,13 @@ from typing import Any, Protocol
 import msgspec
 
 import voxwire.asyncio.events as ev
-from voxwire.asyncio.live.decision_events import DecisionItemEvent, LiveDecisionEvent
-from voxwire.asyncio.live.delegation import (
+from voxwire.asyncio.live.agents.delegation import (
     ClientWork,
     DelegationAnswer,
     DelegationRequest,
     WorkHost,
 )
+from voxwire.asyncio.live.decision_events import DecisionItemEvent, LiveDecisionEvent
 from voxwire.asyncio.live.events import LiveHistoryItem
 from voxwire.asyncio.live.replies import CommandRefused, Replies
 from voxwire.exceptions import ConfigurationError

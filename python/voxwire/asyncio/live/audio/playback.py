@@ -39,8 +39,8 @@ from voxwire.asyncio.audio.playback import (
     PlaybackMonitor,
     attached_output,
 )
+from voxwire.asyncio.live.audio.transcripts import HeardClock, TranscriptRelease
 from voxwire.asyncio.live.events import LiveAudioEvent, LiveMetrics
-from voxwire.asyncio.live.transcripts import HeardClock, TranscriptRelease
 from voxwire.asyncio.observability.metrics import InterruptionMetrics, Metrics, MetricsRecorder
 from voxwire.audio import AudioOutput
 from voxwire.exceptions import ConfigurationError

@@ -16,7 +16,7 @@ from voxwire.live.objects import (
     LiveSessionResource,
     ResponsesDelegation,
 )
-from voxwire.server.core.live_decisions import session_decisions, triggers_problem
+from voxwire.server.live.core.decisions import session_decisions, triggers_problem
 
 __all__ = ["DEFAULT_FORMAT", "DEFAULT_VOICE", "session_resource", "start_problem"]
 

@@ -21,8 +21,8 @@ import voxwire.asyncio.events as ev
 from voxwire.agents.agent import ResolvedAgent
 from voxwire.agents.batch import CallOutcome
 from voxwire.asyncio.agents.tool_execution import CallExecutor
+from voxwire.asyncio.live.agents.handoffs import LiveHandoffs
 from voxwire.asyncio.live.events import DelegationAnsweredEvent
-from voxwire.asyncio.live.handoffs import LiveHandoffs
 from voxwire.live import Delegation, LiveProtocol
 
 __all__ = ["ClientBackend", "ClientWork", "DelegationAnswer", "DelegationRequest", "ResponsesWork"]
@@ -93,7 +93,8 @@ class ResponsesWork:
         self._started: set[str] = set()
         self._outputs: dict[str, dict[str, str]] = {}
         self.calls = 0
-        self.handoffs: LiveHandoffs | None = None  # transfer tools (asyncio/live/handoffs.py)
+        # transfer tools (asyncio/live/agents/handoffs.py)
+        self.handoffs: LiveHandoffs | None = None
 
     def check(self, delegation: Delegation) -> None:
         """Start the calls of ``delegation`` not started yet."""

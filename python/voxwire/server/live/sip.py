@@ -38,8 +38,8 @@ from voxwire.live.codec import decode_sideband_client_event
 from voxwire.live.objects import LiveSessionConfig
 from voxwire.server.connection import ConnectionSettings
 from voxwire.server.core.calls import Call
-from voxwire.server.core.live_forks import LiveSessionStore
-from voxwire.server.live import LiveConnection
+from voxwire.server.live.connection import LiveConnection
+from voxwire.server.live.core.forks import LiveSessionStore
 from voxwire.server.phone import PhoneLine
 
 __all__ = ["LiveCallConnection"]
