@@ -2,8 +2,10 @@
 every source file of python/voxwire. The rules have no exceptions and no allow-list:
 
 * each layer (a folder or a top-level module) imports only what its rule allows;
-* inside ``asyncio/``, each sub-package ("room") imports only the rooms below it, and none
-  imports the session's face (the modules directly in ``asyncio/``);
+* inside ``asyncio/`` and ``asyncio/live/``, each sub-package ("room") imports only the rooms
+  below it, and none imports the session's face (the modules directly in the folder);
+* the layers (the top-level folders and modules) import each other one way: no two of them
+  import each other, through any path (``demo`` uses ``timeline``, ``web`` uses ``demo``);
 * no import cycle anywhere in the package, imports under ``TYPE_CHECKING`` and inside
   functions included."""
 
@@ -113,7 +115,8 @@ RULES: dict[str, dict[str, set[str]]] = {
         },
         "no_stdlib": set(),
     },
-    # The server's pure core: no engine, no pump, no I/O (ids may draw from a seeded random).
+    # The server's pure core: no engine, no pump, no I/O (ids may draw from a seeded random),
+    # and nothing of the Live emulation (server/live/), which sits on it.
     "server/core": {
         "voxwire": {
             "voxwire.server.core",
@@ -124,10 +127,42 @@ RULES: dict[str, dict[str, set[str]]] = {
         "third_party": {"msgspec"},
         "no_stdlib": NO_IO,
     },
-    # Engines make content; they may use the core's data types, never the pump.
+    # The GPT-Live emulation's pump: its pure core, the Realtime core's shared pieces (ids,
+    # turns, turn detection, calls), the engines, and of the Realtime pump only what a connection
+    # shares (settings) and the phone line; never the Realtime server's responses or lifecycle.
+    "server/live": {
+        "voxwire": {
+            "voxwire.server.live",
+            "voxwire.server.core",
+            "voxwire.server.engines",
+            "voxwire.server.connection",
+            "voxwire.server.phone",
+            "voxwire.live",
+            "voxwire.protocol",
+            "voxwire.exceptions",
+        },
+        "third_party": {"websockets", "msgspec"},
+        "no_stdlib": set(),
+    },
+    # The Live emulation's pure core, as pure as server/core (whose ids it uses): no engine, no
+    # pump, no I/O.
+    "server/live/core": {
+        "voxwire": {
+            "voxwire.server.live.core",
+            "voxwire.server.core",
+            "voxwire.live",
+            "voxwire.protocol",
+            "voxwire.exceptions",
+        },
+        "third_party": {"msgspec"},
+        "no_stdlib": NO_IO,
+    },
+    # Engines make content; they may use the cores' data types (the scenario's scripted
+    # Decisions model: server/live/core), never the pump.
     "server/engines": {
         "voxwire": {
             "voxwire.server.core",
+            "voxwire.server.live.core",
             "voxwire.server.engines",
             "voxwire.protocol",
             "voxwire.audio",
@@ -245,8 +280,17 @@ RULES: dict[str, dict[str, set[str]]] = {
         "third_party": {"msgspec"},
         "no_stdlib": set(),
     },
+    # A session's events as timed records and the same as one HTML file: below demo (--report)
+    # and web (the live page); the report reads the page's static files as package data.
+    "timeline": {
+        "voxwire": {"voxwire.timeline", "voxwire._core", "voxwire.protocol"},
+        "voxwire_exact": {"voxwire.asyncio", "voxwire.asyncio.events"},  # the public names
+        "third_party": set(),
+        "no_stdlib": set(),
+    },
     # `voxwire demo`: a client session against the local server (public names) on a virtual
-    # clock, the server's voice engine speaking the user's lines, the shared console.
+    # clock, the server's voice engine speaking the user's lines, the shared console; --report
+    # writes the timeline. Never the browser page: web uses the demo's agents, not the reverse.
     "demo": {
         "voxwire": {
             "voxwire.demo",
@@ -257,7 +301,7 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.quickstart",
             "voxwire.exceptions",
             "voxwire.server.engines",
-            "voxwire.web",  # --report: the timeline, written as HTML
+            "voxwire.timeline",  # --report: the timeline, written as HTML
         },
         "voxwire_exact": {"voxwire.server"},
         "third_party": {"numpy"},
@@ -268,6 +312,7 @@ RULES: dict[str, dict[str, set[str]]] = {
     "web": {
         "voxwire": {
             "voxwire.web",
+            "voxwire.timeline",
             "voxwire.agents",
             "voxwire.asyncio",
             "voxwire.audio",
@@ -300,6 +345,14 @@ ASYNCIO_ROOMS: dict[str, set[str]] = {
     # reconnection policy and the persistence machinery.
     "live": {"events", "agents", "observability", "audio", "connection", "persistence"},
 }
+
+# asyncio/live/ the same way: its foundations (what the application receives, and the wait for a
+# command's answer) and two rooms (the listener's side, the agent's parts); the face
+# (session.py and its halves connection.py, handling.py, sideband.py; config.py, recording.py,
+# spans.py) may import both rooms, and neither room imports the face or the other room.
+LIVE = ASYNCIO / "live"
+LIVE_FOUNDATIONS = {"decision_events": set(), "events": {"decision_events"}, "replies": set()}
+LIVE_ROOMS: dict[str, set[str]] = {"audio": set(), "agents": set()}
 
 MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 60
@@ -388,35 +441,100 @@ def test_the_checker_catches_io_in_the_server_core(
     assert len(violations("server/core")) == 5
 
 
-def room_violations(asyncio_dir: Path) -> list[str]:
-    """Imports of a room (or a foundation) of asyncio/ that reach above it."""
-    allowed_by = {**ASYNCIO_ROOMS, **ASYNCIO_FOUNDATIONS}
+def test_the_live_emulation_lives_in_its_own_rooms() -> None:
+    """The server's GPT-Live emulation is server/live/ (pump) and server/live/core/ (pure): no
+    ``live*`` module among the Realtime server's files."""
+    server = PACKAGE / "server"
+    stray = [
+        str(path.relative_to(PACKAGE.parent))
+        for path in sorted(server.rglob("live*.py"))
+        if (server / "live") not in path.parents
+    ]
+    assert stray == []
+    assert (server / "live" / "core" / "session.py").is_file()
+
+
+def test_the_checker_keeps_the_realtime_core_and_the_live_core_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "voxwire"
+    (fake / "server" / "core").mkdir(parents=True)
+    (fake / "server" / "live" / "core").mkdir(parents=True)
+    (fake / "server" / "core" / "calls.py").write_text(
+        "from voxwire.server.live.core.config import start_problem\n"
+    )
+    (fake / "server" / "live" / "core" / "session.py").write_text(
+        "import time\nfrom voxwire.server.core.ids import ServerIds\n"
+        "from voxwire.server.live.connection import LiveConnection\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+    assert len(violations("server/core")) == 1
+    assert [v.split(" imports ")[1] for v in violations("server/live/core")] == [
+        "time",
+        "voxwire.server.live.connection",
+    ]
+
+
+def room_violations(
+    folder: Path,
+    rooms: dict[str, set[str]] = ASYNCIO_ROOMS,
+    foundations: dict[str, set[str]] = ASYNCIO_FOUNDATIONS,
+) -> list[str]:
+    """Imports of a room (or a foundation) of ``folder`` that reach above it."""
+    allowed_by = {**rooms, **foundations}
+    root = len(folder.parts) - 1 - folder.parts[::-1].index("voxwire")
+    package = ".".join(folder.parts[root:])  # voxwire.asyncio, voxwire.asyncio.live
     bad = []
-    for path in sorted(asyncio_dir.rglob("*.py")):
-        parts = path.relative_to(asyncio_dir).with_suffix("").parts
+    for path in sorted(folder.rglob("*.py")):
+        parts = path.relative_to(folder).with_suffix("").parts
         room = parts[0]
         if room not in allowed_by:
             continue  # the face and the package's __init__: may import everything
         allowed = {room} | allowed_by[room]
-        if room in ASYNCIO_ROOMS:
-            allowed |= set(ASYNCIO_FOUNDATIONS)
+        if room in rooms:
+            allowed |= set(foundations)
         for lineno, name in imports_of(path):
-            if name.startswith("voxwire.asyncio"):
-                target = _asyncio_target(name)
+            if name == package or name.startswith(package + "."):
+                target = _room_target(name, package)
                 if target not in allowed:
-                    where = path.relative_to(asyncio_dir.parent.parent)
+                    where = path.relative_to(Path(*folder.parts[:root]))
                     bad.append(f"{where}:{lineno} imports {name} ({room} may not import {target})")
     return bad
 
 
-def _asyncio_target(name: str) -> str:
-    """The room, foundation or face module a ``voxwire.asyncio...`` import lands in."""
-    parts = name.split(".")[2:]
-    return parts[0] if parts else "__init__"
+def _room_target(name: str, package: str) -> str:
+    """The room, foundation or face module an import of ``package`` lands in."""
+    parts = name.removeprefix(package).lstrip(".").split(".")
+    return parts[0] or "__init__"
 
 
 def test_asyncio_rooms_import_only_rooms_below() -> None:
     assert room_violations(ASYNCIO) == []
+
+
+def test_live_session_rooms_import_only_rooms_below() -> None:
+    assert room_violations(LIVE, LIVE_ROOMS, LIVE_FOUNDATIONS) == []
+
+
+def test_the_room_checker_catches_a_live_room_importing_the_face_or_a_sibling(
+    tmp_path: Path,
+) -> None:
+    live = tmp_path / "voxwire" / "asyncio" / "live"
+    (live / "audio").mkdir(parents=True)
+    (live / "audio" / "bad.py").write_text(
+        "from voxwire.asyncio.live.session import LiveSession\n"
+        "from voxwire.asyncio.live.agents.delegation import ClientWork\n"
+        "from voxwire.asyncio.live import LiveSession as Face\n"
+        "from voxwire.asyncio.live.events import LiveEvent\n"
+        "from voxwire.asyncio.live.audio.transcripts import HeardClock\n"
+        "from voxwire.asyncio.events import SessionEvent\n"
+    )
+    found = room_violations(live, LIVE_ROOMS, LIVE_FOUNDATIONS)
+    assert [entry.split(" (")[1] for entry in found] == [
+        "audio may not import session)",
+        "audio may not import agents)",
+        "audio may not import __init__)",
+    ]
 
 
 def test_the_room_checker_catches_a_part_importing_the_face(tmp_path: Path) -> None:
@@ -506,6 +624,35 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycles() -> None:
     assert cycles(module_graph(PACKAGE)) == []
+
+
+def layer_graph(package: Path) -> dict[str, set[str]]:
+    """The top-level layers of ``package`` (its folders and modules) and the layers each
+    imports."""
+    graph: dict[str, set[str]] = {}
+    for path in package.rglob("*.py"):
+        layer = path.relative_to(package).parts[0].removesuffix(".py")
+        found = graph.setdefault(layer, set())
+        for _, name in imports_of(path):
+            parts = name.split(".")
+            if parts[0] == package.name and len(parts) > 1 and parts[1] != layer:
+                found.add(parts[1])
+    return graph
+
+
+def test_layers_import_each_other_one_way() -> None:
+    assert cycles(layer_graph(PACKAGE)) == []
+
+
+def test_the_layer_checker_catches_two_layers_importing_each_other(tmp_path: Path) -> None:
+    fake = tmp_path / "voxwire"
+    for layer in ("demo", "web", "timeline"):
+        (fake / layer).mkdir(parents=True)
+    (fake / "demo" / "__init__.py").write_text("from voxwire.timeline import Timeline\n")
+    (fake / "demo" / "run.py").write_text("def report() -> None:\n    from voxwire.web import x\n")
+    (fake / "web" / "command.py").write_text("from voxwire.demo.script import agents\n")
+    (fake / "timeline" / "observer.py").write_text("import json\n")
+    assert cycles(layer_graph(fake)) == [["demo", "web"]]
 
 
 def test_the_cycle_checker_catches_a_type_only_cycle(tmp_path: Path) -> None:

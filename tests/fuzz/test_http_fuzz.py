@@ -36,6 +36,7 @@ from voxwire.protocol.sip import sign_webhook, verify_webhook
 from voxwire.server import RealtimeServer
 from voxwire.server.client_secrets import ClientSecrets
 from voxwire.server.core.calls import CallBook
+from voxwire.server.live.core.config import start_problem
 from voxwire.server.sip import SipTrunk
 from voxwire.telephony import WebhookApp
 from voxwire.telephony.sip import SipCalls
@@ -257,7 +258,7 @@ def test_rest_and_webhook_bodies_never_raise_in_the_cores(chunk: int) -> None:
         post(b"/reject", {"status_code": 603}),
         webhook_post(),
     ]
-    book = CallBook()
+    book = CallBook(start_problem)
     for case in range(CORE_BODIES // 2):
         base = rng.choice(bases)
         kind, body = mutate_body(base, rng)
@@ -334,7 +335,7 @@ def test_bodies_nested_deep_or_not_utf8_are_a_clear_400() -> None:
     """Regression: msgspec raised RecursionError / UnicodeDecodeError out of the REST core and
     the webhook verifier, and json.loads RecursionError out of the client secrets endpoint."""
     deep = ("[" * 5000 + "]" * 5000).encode()
-    book = CallBook()
+    book = CallBook(start_problem)
     for index, body in enumerate([deep, b'{"type": "realtime", "x": "\xff"}']):
         book.ring(f"rtc_{index}", [])
         answer = book.handle("POST", f"/v1/realtime/calls/rtc_{index}/accept", body)

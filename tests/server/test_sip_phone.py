@@ -21,6 +21,7 @@ from voxwire.audio import write_wav
 from voxwire.exceptions import ConfigurationError
 from voxwire.server import RealtimeServer
 from voxwire.server.core.calls import CallBook
+from voxwire.server.live.core.config import start_problem
 from voxwire.server.phone import Caller, Pause, Press
 from voxwire.server.sip import SipTrunk
 
@@ -113,7 +114,7 @@ def test_press_takes_only_dtmf_keys_and_the_caller_checks_its_pace() -> None:
 def test_fuzz_the_rest_core_never_raises(
     method: str, action: str, known: bool, body: bytes
 ) -> None:
-    book = CallBook()
+    book = CallBook(start_problem)
     book.ring("rtc_1", [])
     call_id = "rtc_1" if known else "rtc_2"
     answer = book.handle(method, f"/v1/realtime/calls/{call_id}/{action}", body)

@@ -44,6 +44,7 @@ from voxwire.server import RealtimeServer
 from voxwire.server.core.calls import CallBook
 from voxwire.server.engines.transcribe import WhisperTranscriber
 from voxwire.server.engines.tts import Voice
+from voxwire.server.live.core.config import start_problem
 from voxwire.server.phone import Caller, Pause, Press, Speak
 from voxwire.server.sip import PhoneCall, SipTrunk
 from voxwire.telephony import WebhookApp, verify
@@ -352,7 +353,7 @@ _JSON = st.recursive(
 def test_fuzz_the_live_rest_routes_never_raise(
     action: str, api: str, accepted: bool, body: bytes
 ) -> None:
-    book = CallBook()
+    book = CallBook(start_problem)
     book.ring("sess_1", [], "live")
     if accepted:
         assert (

@@ -35,7 +35,7 @@ from voxwire.quickstart import endpoint
 from voxwire.server import Pacing
 
 if TYPE_CHECKING:
-    from voxwire.web import Timeline
+    from voxwire.timeline import Timeline
 
 __all__ = ["DemoError", "DemoOptions", "main", "run_demo"]
 
@@ -53,7 +53,7 @@ class DemoOptions:
     url: str | None = None
     realtime: bool = False
     json: bool = False
-    report: Path | None = None  # the session's timeline as HTML (voxwire.web.write_report)
+    report: Path | None = None  # the session's timeline as HTML (voxwire.timeline.write_report)
 
 
 async def run_demo(options: DemoOptions) -> Summary:
@@ -113,7 +113,7 @@ async def _converse(
             with contextlib.suppress(asyncio.CancelledError):
                 await follower
         if timeline is not None and options.report is not None:
-            from voxwire.web import write_report
+            from voxwire.timeline import write_report
 
             timeline.observe_playback(speaker.output.clock.items())
             write_report(options.report, timeline, title="voxwire demo")
@@ -124,7 +124,7 @@ def _timeline(conversation: Conversation, report: Path | None) -> Timeline | Non
     """A timeline on the speaker's clock, fed every event the conversation follows."""
     if report is None:
         return None
-    from voxwire.web import Timeline
+    from voxwire.timeline import Timeline
 
     speaker = conversation.speaker
     timeline = Timeline(

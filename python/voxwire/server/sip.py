@@ -39,6 +39,7 @@ from voxwire.protocol.sip import sign_webhook
 from voxwire.server.connection import ConnectionSettings, RealtimeConnection
 from voxwire.server.core.calls import Call, CallApi, CallBook, RestAnswer, unauthorized
 from voxwire.server.listening import StartsAndCloses
+from voxwire.server.live.core.config import start_problem
 from voxwire.server.live.sip import LiveCallConnection
 from voxwire.server.phone import Caller, PhoneLine
 from voxwire.server.server import RealtimeServer
@@ -126,7 +127,7 @@ class SipTrunk(StartsAndCloses):
         sign_webhook(b"", secret=secret, webhook_id="check", timestamp_s=0)  # a bad secret: now
         self._server, self._webhook_url, self._secret = server, webhook_url, secret
         self._host, self._port = host, port
-        self.book = CallBook()
+        self.book = CallBook(start_problem)
         self.calls: dict[str, PhoneCall] = {}
         self.requests: list[RestRequest] = []
         self.webhooks_sent: list[tuple[dict[str, str], bytes]] = []

@@ -16,11 +16,16 @@ call is ``404`` ``call_not_found``.
 
 A call: ``ringing`` (announced) → ``accepted`` (its session may be attached by ``call_id``) →
 ``referred`` or ``ended``; or ``ringing`` → ``rejected``.
+
+What this server accepts of a Live session's configuration is the Live core's rule
+(:func:`voxwire.server.live.core.config.start_problem`): the book is given it, so that this core
+never imports the Live rooms (``tests/test_layering.py``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -32,12 +37,14 @@ from voxwire.protocol.limits import read_json
 from voxwire.protocol.sip import DEFAULT_REJECT_STATUS, check_status_code, check_target_uri
 from voxwire.server.core.config import DEFAULT_MODEL, apply_update, default_session
 from voxwire.server.core.errors import ServerError
-from voxwire.server.live.core.config import start_problem
 
-__all__ = ["Call", "CallBook", "CallState", "RestAnswer", "unauthorized"]
+__all__ = ["Call", "CallBook", "CallState", "LiveProblem", "RestAnswer", "unauthorized"]
 
 CallState = Literal["ringing", "accepted", "rejected", "referred", "ended"]
 CallApi = Literal["realtime", "live"]
+#: What is wrong with a Live session's configuration for this server, as (param, message);
+#: ``None``: nothing (:func:`voxwire.server.live.core.config.start_problem`).
+LiveProblem = Callable[[LiveSessionConfig], tuple[str, str] | None]
 ACTIONS: Final = ("accept", "reject", "refer", "hangup")
 _ROUTE: Final = re.compile(
     r"^/v1/(realtime/calls|live/sessions)/([A-Za-z0-9_\-]{1,128})/([a-z]{1,16})$"
@@ -86,10 +93,12 @@ def unauthorized() -> RestAnswer:
 
 
 class CallBook:
-    """The calls of one emulated trunk, by id."""
+    """The calls of one emulated trunk, by id; ``live_problem`` checks the session a Live call is
+    accepted with."""
 
-    def __init__(self) -> None:
+    def __init__(self, live_problem: LiveProblem) -> None:
         self.calls: dict[str, Call] = {}
+        self._live_problem = live_problem
 
     def ring(
         self, call_id: str, sip_headers: list[dict[str, str]], api: CallApi = "realtime"
@@ -189,7 +198,7 @@ class CallBook:
             parsed = msgspec.convert(config, LiveSessionConfig)
         except msgspec.ValidationError as exc:
             return _error(400, "invalid_value", f"Invalid session: {exc}", "session")
-        problem = start_problem(parsed)
+        problem = self._live_problem(parsed)
         if problem is not None:
             return _error(400, "invalid_value", problem[1], problem[0])
         call.state, call.session, call.model = "accepted", config, parsed.model
