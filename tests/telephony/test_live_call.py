@@ -36,7 +36,7 @@ from websockets.exceptions import InvalidStatus
 from tests.live.mutations import mutate
 from tests.live.samples import CLIENT
 from tests.server.helpers import FAST
-from tests.server.test_live_server import SCENARIO, WEATHER_TOOL
+from tests.server.live.test_server import SCENARIO, WEATHER_TOOL
 from voxwire.exceptions import WebhookError
 from voxwire.live.client_events import SIDEBAND_CLIENT_EVENT_TYPES
 from voxwire.protocol.sip import LiveCallIncoming, sign_webhook

@@ -21,8 +21,9 @@ from websockets.asyncio.client import connect
 
 from tests.live.mutations import mutate
 from tests.live.samples import CLIENT
-from tests.server.test_live_core import checked, error_of
-from tests.server.test_live_server import OFFICIAL, Listener, _speak, live_connection, needs_whisper
+from tests.server.helpers import realtime_url, run, start_serve
+from tests.server.live.test_core import checked, error_of
+from tests.server.live.test_server import OFFICIAL, Listener, _speak, live_connection, needs_whisper
 from voxwire.exceptions import ConfigurationError
 from voxwire.live import client_events as ce
 from voxwire.live import server_events as se
@@ -34,8 +35,6 @@ from voxwire.server.core.ids import ServerIds
 from voxwire.server.engines.tts import Voice
 from voxwire.server.live.core.decisions import decision_rules, scripted_decision
 from voxwire.server.live.core.session import Decide, LiveServerSession, Speak
-
-from .helpers import realtime_url, run, start_serve
 
 QUESTIONS = [
     {

@@ -17,11 +17,10 @@ from websockets.asyncio.client import connect
 
 from tests.live.mutations import mutate
 from tests.live.samples import CLIENT
+from tests.server.helpers import FAST, run
+from tests.server.live.test_server import OFFICIAL, Listener
 from voxwire.server import RealtimeServer
 from voxwire.server.live.connection import fork_source
-
-from .helpers import FAST, run
-from .test_live_server import OFFICIAL, Listener
 
 START = {
     "model": "gpt-live-1",

@@ -27,11 +27,10 @@ from websockets.asyncio.client import connect
 
 from tests.live.mutations import mutate
 from tests.live.samples import CLIENT
+from tests.server.helpers import FAST, run
 from voxwire.server import Pacing, RealtimeServer, Scenario
 from voxwire.server.engines.transcribe import WhisperTranscriber
 from voxwire.server.engines.tts import Voice
-
-from .helpers import FAST, run
 
 OFFICIAL: TypeAdapter[Any] = TypeAdapter(ServerEvent)
 WEATHER_TOOL = {
