@@ -1,5 +1,5 @@
-// The timeline of one session, drawn as SVG from its records (voxwire/timeline/observer.py says what
-// each kind means). Used live by the page and inlined into the static report.
+// The timeline of one session, drawn as SVG from its records (voxwire/timeline/observer.py says
+// what each kind means). Used live by the page and inlined into the static report.
 
 const SVG = "http://www.w3.org/2000/svg";
 const LABEL_W = 150;
