@@ -1,6 +1,11 @@
 """GPT-Live sessions: a :class:`~voxwire.agents.RealtimeAgent` over OpenAI's full-duplex Live
 API (docs/live.md). The room sits beside the Realtime session's parts and reuses them: the tool
-machinery (``agents/``), the session events (``events/``), the background-task owner."""
+machinery (``agents/``), the session events (``events/``), the background-task owner.
+
+By concern: the face (``session`` and its halves ``connection``, ``handling``, ``sideband``;
+``config``, ``recording``, ``spans``), its foundations (``events``, ``decision_events``,
+``replies``), the listener's side (``audio/``: microphone, playback, transcripts) and the agent's
+parts (``agents/``: delegation, handoffs, decisions, guarding); docs/architecture.md."""
 
 from voxwire.asyncio.live.agents.decisions import (
     DecisionHandler,

@@ -4,6 +4,7 @@ core in :mod:`voxwire.server.live.core`.
 Modules: ``connection`` (:class:`~voxwire.server.live.connection.LiveConnection`: the Live
 websocket ``/v1/live/sessions`` and a stored session's fork), ``sip`` (a SIP call accepted as
 Live, served to its sideband). They reuse the Realtime server's connection settings, phone line,
-voice and turn detector; the Realtime server's files never import them except ``server.py``
-(which routes a handshake to them) and ``sip.py`` (a Live call's sideband). docs/live.md.
+voice and turn detector; of the Realtime pump only ``server.py`` (which routes a handshake here)
+and ``sip.py`` (a Live call's sideband) import them, and ``server/core/`` never does
+(``tests/test_layering.py``). docs/live.md.
 """
