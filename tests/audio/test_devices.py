@@ -20,8 +20,8 @@ from tests.children import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 #: docs/devices.md's recipe ("Audio devices"): playback to the null plugin; capture from
-#: /dev/zero through the file plugin, because the null plugin's capture leaves the buffer unwritten (garbage, NaN
-#: as float32, on Debian 12's alsa-lib 1.2.8).
+#: /dev/zero through the file plugin, because the null plugin's capture leaves the buffer
+#: unwritten (garbage, NaN as float32, on Debian 12's alsa-lib 1.2.8).
 ASOUNDRC = """\
 pcm.!default {
     type asym
