@@ -183,10 +183,20 @@ class TwilioBridge:
         """Decides, from the ``start`` message, whether a stream may run the agent (set by
         :class:`~.serve.PhoneServer` when it checks tokens); ``None``: every stream may."""
 
-    async def handle(self, websocket: MediaSocket) -> CallReport:
-        """Bridge one stream until Twilio stops it, the socket closes or the session ends."""
+    async def handle(self, websocket: MediaSocket, report: CallReport | None = None) -> CallReport:
+        """Bridge one stream until Twilio stops it, the socket closes or the session ends.
+        ``report``: fill this one (it then holds the call also when the task is cancelled)."""
         started_at = time.monotonic()
-        report = CallReport()
+        report = CallReport() if report is None else report
+        try:
+            return await self._handle(websocket, report)
+        except asyncio.CancelledError:
+            report.ended_by = report.ended_by or "cancelled"
+            raise
+        finally:
+            report.duration_s = time.monotonic() - started_at
+
+    async def _handle(self, websocket: MediaSocket, report: CallReport) -> CallReport:
         stream = TwilioStream()
         try:
             start = await asyncio.wait_for(
@@ -205,7 +215,6 @@ class TwilioBridge:
                 await websocket.close(1008, "this stream was not started by a signed webhook")
             else:
                 await self._run(websocket, stream, call, report)
-        report.duration_s = time.monotonic() - started_at
         return report
 
     async def _run(

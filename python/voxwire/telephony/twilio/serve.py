@@ -234,13 +234,14 @@ class PhoneServer:
         task = asyncio.current_task()
         assert task is not None
         self._calls.add(task)
+        report = CallReport()
         try:
-            report = await self.bridge.handle(connection)
-        finally:
+            await self.bridge.handle(connection, report)
+        finally:  # also a call that close() cancelled (ended_by "cancelled")
             self._calls.discard(task)
-        self.reports.append(report)
-        if self.on_call_ended is not None:
-            self.on_call_ended(report)
+            self.reports.append(report)
+            if self.on_call_ended is not None:
+                self.on_call_ended(report)
         logger.info(
             "call %s ended (%s) after %.1f s",
             report.call.call_sid if report.call else "-",
