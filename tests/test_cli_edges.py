@@ -151,8 +151,10 @@ def test_a_double_ctrl_c_while_a_call_opens_its_session_ends_phone_at_once() -> 
                     await asyncio.to_thread(phone.wait, 60)
 
         asyncio.run(call())
-        _, stderr = phone.communicate(timeout=10)
+        stdout, stderr = phone.communicate(timeout=10)
     assert (phone.returncode, stderr) == (130, "voxwire phone: interrupted\n")
+    # the call's report line, as for every call that ends
+    assert "call CA00000000000000000000000000000001 ended (cancelled) after " in stdout
 
 
 @pytest.mark.parametrize("command", ["serve", "web", "phone"])
