@@ -10,11 +10,12 @@ with the local server and this example's scenario::
 
 Point the Twilio number's voice webhook ("A call comes in") at ``PUBLIC_URL/twiml`` (a tunnel or
 a reverse proxy to the port); set ``TWILIO_AUTH_TOKEN`` so that only Twilio's signed requests
-start calls. ``voxwire phone examples.phone_agent:agent`` serves the same agent without the key
-menu. What it shows: a ``RealtimeAgent`` with a tool answering calls through
+start calls. ``voxwire phone examples.phone_agent:agent --greet`` serves the same agent without
+the key menu. What it shows: a ``RealtimeAgent`` with a tool answering calls through
 ``TwilioBridge`` / ``PhoneServer`` (one session per call, µ-law passed through, the agent cut at
-what the caller heard on a barge-in), DTMF turned into a message to the agent, and the report of
-each call. docs/telephony.md explains the rest.
+what the caller heard on a barge-in), the agent greeting the caller first (``greeting=True``),
+DTMF turned into a message to the agent, and the report of each call, printed as one line when
+it ends. docs/telephony.md explains the rest.
 """
 
 from __future__ import annotations
@@ -58,9 +59,17 @@ async def on_dtmf(call: CallInfo, session: RealtimeSession, digit: str) -> None:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    bridge = TwilioBridge(agent, url=args.url, config=CONFIG, on_dtmf=on_dtmf)
+    # greeting=True: the agent speaks first, as its instructions say ("Greet the caller ...");
+    # without it, it would wait for the caller to speak.
+    bridge = TwilioBridge(agent, url=args.url, config=CONFIG, on_dtmf=on_dtmf, greeting=True)
     token = os.environ.get("TWILIO_AUTH_TOKEN") or None
-    server = PhoneServer(bridge, port=args.port, public_url=args.public_url, auth_token=token)
+    server = PhoneServer(
+        bridge,
+        port=args.port,
+        public_url=args.public_url,
+        auth_token=token,
+        on_call_ended=lambda report: print(report.summary(), flush=True),
+    )
     async with server:
         print(f"answering on {server.url()} (webhook /twiml, media stream /media)", flush=True)
         await server.serve_forever()

@@ -10,6 +10,7 @@ breaks as soon as the package is installed non-editable (the source tree holds n
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import voxwire
@@ -26,3 +27,11 @@ def child_env(**extra: str) -> dict[str, str]:
     if inherited:
         paths.append(inherited)
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), **extra}
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a child the test interrupts with SIGINT: the default action back. A
+    suite run in the background (``nohup pytest … &``) ignores SIGINT and its children inherit
+    that: Python then never raises ``KeyboardInterrupt``, and voxwire's serving commands keep
+    the signal ignored, as a background job's should be."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

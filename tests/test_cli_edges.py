@@ -3,18 +3,21 @@ prints, and that nothing hangs or ends in a traceback."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.children import child_env
+from tests.children import child_env, default_sigint
 from voxwire.audio import write_wav
 from voxwire.cli import build_parser
 from voxwire.console import split_heard
@@ -30,14 +33,29 @@ def voxwire(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     )
 
 
-def start(*args: str) -> subprocess.Popen[str]:
+def start(*args: str, sigint: bool = True) -> subprocess.Popen[str]:
+    """``voxwire ARGS`` as a child; ``sigint``: with SIGINT's default action, whatever this
+    process inherited (a suite run with ``nohup … &`` ignores it)."""
     return subprocess.Popen(
         [sys.executable, "-u", "-m", "voxwire.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=child_env(),
+        cwd=Path(__file__).resolve().parents[1],
+        preexec_fn=default_sigint if sigint else None,
     )
+
+
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """This process as a shell's background job (``nohup pytest … &``) runs it: SIGINT ignored,
+    and inherited so by every child."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_quickstart_pace_0_runs_at_full_speed(tmp_path: Path) -> None:
@@ -66,6 +84,118 @@ def test_ctrl_c_in_quickstart_is_one_line_and_status_130(tmp_path: Path) -> None
     code, stderr = interrupt_after_first_line("quickstart", "--pace", "1", "--out", str(tmp_path))
     assert code == 130
     assert stderr == "voxwire quickstart: interrupted\n"
+
+
+def test_the_ctrl_c_tests_hold_in_a_suite_run_in_the_background(tmp_path: Path) -> None:
+    """``nohup pytest … &``: the children the tests interrupt get SIGINT's default back."""
+    with sigint_ignored():
+        code, stderr = interrupt_after_first_line(
+            "quickstart", "--pace", "1", "--out", str(tmp_path)
+        )
+    assert (code, stderr) == (130, "voxwire quickstart: interrupted\n")
+
+
+def test_a_server_started_as_a_background_job_keeps_sigint_ignored() -> None:
+    """A non-interactive shell's ``voxwire serve &`` ignores SIGINT: the server keeps it so (as
+    Python does), and stops on SIGTERM."""
+    with sigint_ignored():
+        server = start("serve", "--no-audio", "--port", "0", sigint=False)
+    assert server.stdout is not None
+    assert "Ctrl-C stops it" in server.stdout.readline()
+    server.send_signal(signal.SIGINT)
+    with pytest.raises(subprocess.TimeoutExpired):
+        server.wait(2)  # still serving
+    server.send_signal(signal.SIGTERM)
+    _, stderr = server.communicate(timeout=30)
+    assert (server.returncode, stderr) == (0, "")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["serve", "--no-audio", "--port", "0"],
+        ["web", "--port", "0"],
+        ["phone", "tests.telephony.twilio_helpers:AGENT", "--port", "0"],
+    ],
+    ids=["serve", "web", "phone"],
+)
+def test_ctrl_c_in_a_serving_command_is_one_line_and_status_130(command: list[str]) -> None:
+    code, stderr = interrupt_after_first_line(*command)
+    assert (code, stderr) == (130, f"voxwire {command[0]}: interrupted\n")
+
+
+def test_a_double_ctrl_c_while_a_call_opens_its_session_ends_phone_at_once() -> None:
+    """The call's endpoint accepts the connection and never answers (a slow or unreachable
+    service): Ctrl-C, twice, ends ``voxwire phone`` without waiting for the session's open
+    timeout (whose "call ... failed" line would then show), and without a traceback."""
+    import asyncio
+
+    from voxwire.testing import TwilioCallSimulator
+
+    with socket.socket() as hole:
+        hole.bind(("127.0.0.1", 0))
+        hole.listen()
+        url = f"ws://127.0.0.1:{hole.getsockname()[1]}/v1/realtime"
+        phone = start("phone", "tests.telephony.twilio_helpers:AGENT", "--url", url, "--port", "0")
+        assert phone.stdout is not None
+        port = re.search(r"answers on http://127\.0\.0\.1:(\d+)", phone.stdout.readline())
+        assert port, phone.stderr.read() if phone.stderr else ""
+
+        async def call() -> None:
+            async with TwilioCallSimulator(f"ws://127.0.0.1:{port.group(1)}/media"):
+                hole.settimeout(30)
+                session, _ = await asyncio.to_thread(hole.accept)  # the call is opening
+                with session:
+                    phone.send_signal(signal.SIGINT)
+                    phone.send_signal(signal.SIGINT)
+                    await asyncio.to_thread(phone.wait, 60)
+
+        asyncio.run(call())
+        stdout, stderr = phone.communicate(timeout=10)
+    assert (phone.returncode, stderr) == (130, "voxwire phone: interrupted\n")
+    # the call's report line, as for every call that ends
+    assert "call CA00000000000000000000000000000001 ended (cancelled) after " in stdout
+
+
+@pytest.mark.parametrize("command", ["serve", "web", "phone"])
+def test_every_serving_command_on_a_busy_port_suggests_another(command: str) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        args = {
+            "serve": ["--no-audio"],
+            "web": [],
+            "phone": ["tests.telephony.twilio_helpers:AGENT"],
+        }
+        p = voxwire(command, *args[command], "--port", str(port))
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1, p.stderr
+    assert f"port {port} is already in use" in p.stderr
+    assert "choose another with --port N, or --port 0 for a free one" in p.stderr
+
+
+def test_a_web_agent_that_cannot_be_loaded_is_a_usage_error() -> None:
+    p = voxwire("web", "--agent", "nosuch:agent", "--port", "0")
+    assert p.returncode == 2
+    assert p.stderr == (
+        "voxwire: --agent 'nosuch:agent' cannot be loaded: No module named 'nosuch'\n"
+    )
+
+
+def test_every_option_s_help_shows_its_default() -> None:
+    """``web --port`` 8766, ``phone --port`` 8080, ``--pace`` 4, the output files ...: each
+    option with a default says it in ``--help``."""
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a.choices, dict)]
+    assert isinstance(sub.choices, dict)
+    for name, command in sub.choices.items():
+        text = "".join(command.format_help().split())
+        for action in command._actions:
+            if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+                assert f"(default:{action.default})" in text, (name, action.dest)
+    shown = "".join(voxwire("phone", "--help").stdout.split())
+    assert "--portPORTport(0:afreeone)(default:8080)" in shown
 
 
 def test_serve_rejects_a_port_out_of_range() -> None:

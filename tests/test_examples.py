@@ -198,12 +198,16 @@ def test_timeline_example_writes_the_report_of_the_handoff(tmp_path: Path) -> No
     assert '"kind":"handoff","from_agent":"FrontDesk","to_agent":"Billing"' in html
 
 
-def test_phone_agent_answers_a_simulated_call_and_its_key_menu() -> None:
+def test_phone_agent_greets_answers_its_key_menu_and_reports_the_call() -> None:
     """examples/phone_agent.py as a program; Twilio is voxwire.testing's simulator: the caller
-    presses 1, the agent looks the hours up with its tool and the caller hears the answer."""
+    only listens and hears the shop's greeting whole, presses 1, the agent looks the hours up
+    with its tool and the caller hears the answer; the example prints the call's report."""
+    from tests.telephony.twilio_helpers import spoken
     from voxwire.testing import TwilioCallSimulator
 
-    async def body() -> tuple[int, list[tuple[str, int, int]]]:
+    greeting = len(spoken("Hello, this is the shop. Press 1 for our opening hours.", "alloy"))
+
+    async def body() -> tuple[int, int, str]:
         async with local_server("phone.json", tts="espeak") as server:
             child = await asyncio.create_subprocess_exec(
                 sys.executable, "examples/phone_agent.py", "--url", server.url(), "--port", "0",
@@ -214,13 +218,18 @@ def test_phone_agent_answers_a_simulated_call_and_its_key_menu() -> None:
                 line = (await asyncio.wait_for(child.stdout.readline(), 60)).decode()
                 base = line.split()[2].replace("http://", "ws://")
                 async with TwilioCallSimulator(base + "/media") as call:
+                    await call.until(lambda: call.agent_samples_heard >= greeting, timeout_s=60)
+                    before_keys = call.agent_samples_heard
                     await call.press("1")
-                    await call.until(lambda: call.agent_samples_heard >= 12_000, timeout_s=60)
-                return call.agent_samples_heard, call.received
+                    await call.until(lambda: call.agent_samples_heard >= greeting + 12_000)
+                report = (await asyncio.wait_for(child.stdout.readline(), 30)).decode()
+                return before_keys, call.agent_samples_heard, report
             finally:
                 child.terminate()
                 await child.wait()
 
-    heard, received = asyncio.run(body())
-    assert heard >= 12_000  # 1.5 s of "Today we are open from nine to six."
-    assert [kind for kind, _, _ in received][:2] == ["media", "mark"]
+    before_keys, heard, report = asyncio.run(body())
+    assert before_keys >= greeting  # the greeting, heard whole before the caller did anything
+    assert heard >= greeting + 12_000  # then 1.5 s of "Today we are open from nine to six."
+    assert report.startswith("call CA00000000000000000000000000000001 ended (stop) after ")
+    assert ", keys 1" in report

@@ -237,11 +237,14 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.web",
             "voxwire.exceptions",
             "voxwire.telephony",
+            "voxwire.serving",
         },
         "voxwire_exact": {"voxwire.__version__", "voxwire.server"},
         "third_party": {"numpy"},
         "no_stdlib": set(),
     },
+    # How the serving commands stop (signals, status): standard library only.
+    "serving.py": {"voxwire": set(), "third_party": set(), "no_stdlib": set()},
     # The demo: a client session against the local server (public names) and a voice engine
     # that speaks the user's question.
     "quickstart.py": {

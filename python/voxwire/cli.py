@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from voxwire import __version__
 from voxwire.audio import Resampler, read_wav, resampler_kernel, write_wav
 from voxwire.bench import stream_resampler
+from voxwire.serving import until_stopped
 
 if TYPE_CHECKING:
+    import asyncio
+
     from voxwire.server import ChatCompletionsResponder, Scenario
 
 
@@ -70,9 +72,6 @@ def _resample(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     """Run the local realtime server until interrupted (Ctrl-C)."""
     # Imported here: the other subcommands must not need the server's dependencies.
-    import asyncio
-    import signal
-
     from voxwire.server import Pacing, RealtimeServer, faults_from_file
 
     try:
@@ -100,12 +99,7 @@ def _serve(args: argparse.Namespace) -> int:
         audio_budget_bytes=int(args.audio_budget_mb * 1024 * 1024),
     )
 
-    async def run() -> None:
-        # SIGINT (Ctrl-C) and SIGTERM end the wait below, even one that comes while the server
-        # is starting: the server then closes every connection with a close frame (1001).
-        stop = asyncio.Event()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+    async def run(stop: asyncio.Event) -> None:
         async with server:
             print(
                 f"voxwire realtime server on {server.base_url}/realtime "
@@ -119,28 +113,11 @@ def _serve(args: argparse.Namespace) -> int:
             )
             await stop.wait()
 
-    return _run_server(args, run)
-
-
-def _run_server(args: argparse.Namespace, run: Callable[[], Coroutine[Any, Any, None]]) -> int:
-    """Run the server's coroutine; a busy port is exit status 2 with what to do."""
-    import asyncio
-    import contextlib
-
-    # A Ctrl-C before the handlers are in place (interpreter start) ends it quietly too.
-    try:
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(run())
-    except OSError as exc:
-        if exc.errno != errno.EADDRINUSE:
-            raise
-        print(
-            f"voxwire: {args.host} port {args.port} is already in use (another voxwire serve?): "
-            "choose another with --port N, or --port 0 for a free one (the server prints it)",
-            file=sys.stderr,
-        )
-        return 2
-    return 0
+    return until_stopped(
+        run,
+        f"voxwire: {args.host} port {args.port} is already in use (another voxwire serve?): "
+        "choose another with --port N, or --port 0 for a free one (the server prints it)",
+    )
 
 
 #: Scenarios ``voxwire serve --scenario NAME`` knows by name (a path to a JSON file otherwise).
@@ -249,7 +226,12 @@ def _web(args: argparse.Namespace) -> int:
     """The browser page (voxwire/web): talk to an agent, watch the timeline."""
     from voxwire.web import command
 
-    return command.run(args)
+    agent = command.load_agent(args.agent)  # a bad --agent: status 2 before anything starts
+    return until_stopped(
+        lambda stop: command.serve(args, agent, stop),
+        f"voxwire web: port {args.port} is already in use: choose another with --port N, "
+        "or --port 0 for a free one (the page's address is printed)",
+    )
 
 
 def _add_web(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -262,7 +244,7 @@ def _add_web(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     web.add_argument(
         "--agent",
         default="voxwire.demo.script:agents",
-        help="module:attribute of a RealtimeAgent or a function making one (default: the demo's)",
+        help="module:attribute of a RealtimeAgent or a function making one (the demo's agents)",
     )
     web.add_argument("--url", help="Realtime endpoint (OPENAI_API_KEY); default: a local server")
     web.add_argument("--port", type=_port, default=8766, help="port on 127.0.0.1 (0: any free)")
@@ -321,10 +303,8 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "endpoint, spoken with espeak-ng or hibari. Clients connect to "
         "ws://HOST:PORT/v1/realtime (docs/server.md).",
     )
-    sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
-    sv.add_argument(
-        "--port", type=_port, default=8765, help="port to listen on (0: a free one; default 8765)"
-    )
+    sv.add_argument("--host", default="127.0.0.1", help="address to bind (loopback)")
+    sv.add_argument("--port", type=_port, default=8765, help="port to listen on (0: a free one)")
     sv.add_argument(
         "--scenario",
         metavar="FILE|NAME",
@@ -342,14 +322,12 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         choices=("auto", "hibari", "espeak"),
         default="auto",
         help="the voice: hibari (the 'hibari' extra), espeak-ng (the 'server' extra), or auto: "
-        "espeak-ng when installed, else hibari (default)",
+        "espeak-ng when installed, else hibari",
     )
     sv.add_argument("--pace", type=_pace, default=4.0, help="audio speed, x real time (0: max)")
     sv.add_argument("--text-rate", type=float, default=100.0, help="text deltas per s (0: max)")
     limit = sv.add_mutually_exclusive_group()
-    limit.add_argument(
-        "--max-session-minutes", type=float, default=60.0, help="session lifetime (default 60)"
-    )
+    limit.add_argument("--max-session-minutes", type=float, default=60.0, help="session lifetime")
     limit.add_argument(
         "--max-session-seconds",
         type=float,
@@ -359,8 +337,8 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--audio-budget-mb",
         type=float,
         default=32.0,  # voxwire.server.core.conversation.DEFAULT_AUDIO_BUDGET_BYTES
-        help="item audio each session keeps for truncate/retrieve, in MiB (default 32; "
-        "older parts keep their transcript)",
+        help="item audio each session keeps for truncate/retrieve, in MiB (older parts keep "
+        "their transcript)",
     )
     _add_chat_options(sv)
     sv.add_argument(
@@ -403,7 +381,12 @@ def _phone(args: argparse.Namespace) -> int:
     """Answer Twilio calls with an agent (voxwire/telephony/twilio/command.py)."""
     from voxwire.telephony.twilio import command
 
-    return command.main(args)
+    server = command.phone_server(args)  # a bad agent or --config: status 2 before serving
+    return until_stopped(
+        lambda stop: command.serve(server, args, stop),
+        f"voxwire phone: {args.host} port {args.port} is already in use: choose another with "
+        "--port N, or --port 0 for a free one (the server prints it)",
+    )
 
 
 def _add_phone(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -418,13 +401,20 @@ def _add_phone(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     ph.add_argument("agent", help="module:attribute, a RealtimeAgent (or a function returning one)")
     ph.add_argument("--url", help="a Realtime endpoint (e.g. `voxwire serve`), not the hosted one")
     ph.add_argument("--model", help="the Realtime model (hosted service)")
-    ph.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
+    ph.add_argument("--host", default="127.0.0.1", help="address to bind (loopback)")
     ph.add_argument("--port", type=_port, default=8080, help="port (0: a free one)")
     ph.add_argument("--public-url", help="the https:// URL Twilio reaches this server at")
     ph.add_argument("--config", type=Path, help="session configuration, a JSON file")
     ph.add_argument(
         "--chunk-ms", type=int, default=40, help="agent audio per media message + mark (20..1000)"
     )
+    first = ph.add_mutually_exclusive_group()
+    first.add_argument(
+        "--greet",
+        action="store_true",
+        help="the agent speaks first, as its instructions say (default: it waits for the caller)",
+    )
+    first.add_argument("--greeting", metavar="TEXT", help="the agent speaks first: these words")
     ph.set_defaults(func=_phone)
 
 
@@ -488,7 +478,9 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("input")
     rs.add_argument("output")
     rs.add_argument("--rate", type=int, required=True, help="output rate in Hz")
-    rs.add_argument("--quality", choices=("fast", "hq", "vhq"), default="hq")
+    rs.add_argument(
+        "--quality", choices=("fast", "hq", "vhq"), default="hq", help="resampler preset"
+    )
     rs.add_argument("--keep-delay", action="store_true", help="keep the filter delay at the start")
     rs.set_defaults(func=_resample)
     _add_demo(sub)
@@ -508,7 +500,24 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(sub)
     _add_phone(sub)
     _add_quickstart(sub)
+    for command in sub.choices.values():
+        command.formatter_class = _ShowDefaults
     return p
+
+
+class _ShowDefaults(argparse.HelpFormatter):
+    """Each option's help ends with its default ``(default: 8765)``, unless it has none (or
+    its help already says what not giving it means)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (
+            not action.option_strings
+            or action.default in (None, False, argparse.SUPPRESS)
+            or "default" in text
+        ):
+            return text
+        return text + " (default: %(default)s)"
 
 
 def _port(text: str) -> int:

@@ -22,6 +22,7 @@ import pydantic
 from openai.types.realtime import RealtimeServerEvent
 from websockets.asyncio.client import ClientConnection, connect
 
+from tests.children import default_sigint
 from voxwire.protocol import ProtocolErrorEvent, UnknownServerEvent, decode_server_event
 from voxwire.server import Pacing, RealtimeServer, Scenario
 
@@ -217,6 +218,7 @@ def start_serve(*args: str, env: dict[str, str] | None = None) -> tuple[subproce
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=default_sigint,  # stopped with SIGINT, also in a suite run in the background
     )
     assert process.stdout is not None
     return process, process.stdout.readline()

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import connect
 
+from tests.children import default_sigint
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import (
     FunctionCallItem,
@@ -374,7 +375,12 @@ def test_voxwire_serve_with_a_chat_endpoint_and_faults(tmp_path: Path) -> None:
         command += ["--chat-url", url, "--chat-model", "tiny-2"]
         command += ["--chat-key-env", "VOXWIRE_TEST_CHAT_KEY", "--faults", str(faults)]
         process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            preexec_fn=default_sigint,
         )
         try:
             assert process.stdout is not None
@@ -398,7 +404,7 @@ def test_voxwire_serve_with_a_chat_endpoint_and_faults(tmp_path: Path) -> None:
         finally:
             process.send_signal(signal.SIGINT)
             stdout, stderr = process.communicate(timeout=20)
-        assert process.returncode == 0, stderr
+        assert process.returncode == 130, stderr  # Ctrl-C's status
         assert model.requests[0]["model"] == "tiny-2"
         assert model.headers[0]["Authorization"] == f"Bearer {KEY}"
         assert KEY not in line + stdout + stderr

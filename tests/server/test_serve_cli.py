@@ -53,7 +53,7 @@ def test_serve_subcommand(tmp_path: Path) -> None:
     finally:
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=20)
-    assert process.returncode == 0, stderr
+    assert process.returncode == 130, stderr  # Ctrl-C's status, as every command's
     assert "tok-123" not in stderr
 
 
@@ -95,7 +95,7 @@ def test_the_session_lifetime_is_settable_in_seconds() -> None:
     finally:
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=20)
-    assert process.returncode == 0, stderr
+    assert process.returncode == 130, stderr  # Ctrl-C's status, as every command's
 
 
 def test_the_audio_budget_is_settable() -> None:
@@ -130,4 +130,4 @@ def test_the_audio_budget_is_settable() -> None:
     finally:
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=20)
-    assert process.returncode == 0, stderr
+    assert process.returncode == 130, stderr  # Ctrl-C's status, as every command's

@@ -37,6 +37,8 @@ def test_the_phone_config_keeps_the_application_s_and_sets_pcmu_both_ways() -> N
         ({"chunk_ms": 10}, "chunk_ms=10"),
         ({"chunk_ms": 40.0}, "chunk_ms=40.0"),
         ({"input_batch_ms": 500}, "input_batch_ms=500"),
+        ({"greeting": ""}, "greeting=''"),
+        ({"greeting": 1}, "greeting=1"),
     ],
 )
 def test_bridge_options_out_of_range_say_which(options: dict[str, object], message: str) -> None:

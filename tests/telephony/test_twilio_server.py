@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
 from voxwire.asyncio import RealtimeSession
+from voxwire.asyncio import events as ev
 from voxwire.audio import Resampler, read_wav, write_wav
 from voxwire.exceptions import InvalidState
-from voxwire.server import Pacing, RealtimeServer
+from voxwire.server import Pacing, RealtimeServer, Scenario
 from voxwire.telephony.twilio import (
     CallInfo,
     PhoneServer,
@@ -39,6 +40,7 @@ from .twilio_helpers import AGENT, CONFIG, SCENARIO, run, spoken
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "twilio-auth-token-for-tests"
 FAST = Pacing(audio_pace=0, text_tokens_per_s=0)
+FALLBACK = "Good morning, this is the shop. How can I help?"
 
 
 async def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
@@ -223,6 +225,8 @@ def test_voxwire_phone_answers_a_simulated_call(tmp_path: Path) -> None:
                     await call.say_wav(question)  # a 24 kHz WAV, resampled to the phone's 8 kHz
                     await call.until(lambda: call.agent_samples_heard >= 8000)
                 call.write_heard(tmp_path / "heard.wav")
+                report = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
+                assert report.startswith("call CA00000000000000000000000000000001 ended (stop)")
                 return call.agent_samples_heard
             finally:
                 process.terminate()
@@ -233,6 +237,44 @@ def test_voxwire_phone_answers_a_simulated_call(tmp_path: Path) -> None:
     heard = read_wav(tmp_path / "heard.wav")
     assert heard.rate_hz == 8000
     assert np.count_nonzero(heard.pcm) >= 8000 * 0.9  # the agent's speech (silence around it)
+
+
+@pytest.mark.parametrize(
+    ("greeting", "heard_first"),
+    [
+        ("Hello, you are through to the shop.", "Hello, you are through to the shop."),
+        (True, FALLBACK),
+    ],
+    ids=["words", "instructions"],
+)
+def test_the_agent_greets_the_caller_before_the_caller_says_anything(
+    greeting: str | bool, heard_first: str
+) -> None:
+    """``TwilioBridge(greeting=)``: the caller only listens, and hears the agent first — the
+    words given, or a response of the agent's own (here the scenario's fallback)."""
+    scenario = Scenario.from_mapping({"rules": [], "fallback": FALLBACK})
+    said: list[str] = []
+
+    async def on_event(call: CallInfo, session: RealtimeSession, event: ev.SessionEvent) -> None:
+        if isinstance(event, ev.AssistantTranscriptDoneEvent):
+            said.append(event.transcript)
+
+    async def body() -> tuple[int, list[str]]:
+        async with RealtimeServer(scenario=scenario, pacing=FAST, tts="espeak") as server:
+            bridge = TwilioBridge(
+                AGENT, url=server.url(), config=CONFIG, greeting=greeting, on_event=on_event
+            )
+            async with (
+                PhoneServer(bridge) as phone,
+                TwilioCallSimulator(phone.url("/media", scheme="ws")) as call,
+            ):
+                await call.until(lambda: call.agent_samples_heard >= 4_000 and bool(said))
+                await call.until(lambda: call.line_idle)
+            return call.agent_samples_heard, said
+
+    heard, transcripts = run(body(), timeout_s=60)
+    assert heard >= 4_000  # half a second of the greeting, with nothing said by the caller
+    assert transcripts == [heard_first]
 
 
 @pytest.mark.parametrize("spec", ["nope", "json:nothing", "no_such_module_x:agent", "json:dumps"])
@@ -350,3 +392,19 @@ def test_no_task_is_left_after_calls_end() -> None:
         return [t.get_name() for t in left if t.get_coro().__name__ != "bounded"]  # run()'s
 
     assert run(body()) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "greeting"),
+    [([], False), (["--greet"], True), (["--greeting", "Hello, the shop."], "Hello, the shop.")],
+)
+def test_voxwire_phone_greet_and_greeting_make_the_agent_speak_first(
+    options: list[str], greeting: str | bool
+) -> None:
+    from voxwire.cli import build_parser
+    from voxwire.telephony.twilio.command import phone_server
+
+    args = build_parser().parse_args(["phone", "tests.telephony.twilio_helpers:AGENT", *options])
+    assert phone_server(args).bridge.greeting == greeting
+    with pytest.raises(SystemExit):  # one or the other
+        build_parser().parse_args(["phone", "m:a", "--greet", "--greeting", "Hi"])

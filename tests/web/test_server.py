@@ -24,8 +24,10 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
 import voxwire.web
+from tests.children import default_sigint
 from tests.server.helpers import FAST, WEATHER, run
 from voxwire.agents import RealtimeAgent
+from voxwire.exceptions import ConfigurationError
 from voxwire.server import RealtimeServer
 from voxwire.web import SessionRecipe, Timeline, WebServer
 from voxwire.web.command import load_agent
@@ -182,6 +184,7 @@ def test_voxwire_web_serves_the_demo_agents_page() -> None:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=default_sigint,
     )
     try:
         assert child.stdout is not None
@@ -192,8 +195,8 @@ def test_voxwire_web_serves_the_demo_agents_page() -> None:
         assert (status, kind) == (200, "text/html; charset=utf-8")
     finally:
         child.send_signal(signal.SIGINT)
-        child.wait(10)
-    assert child.returncode == 0
+        _, stderr = child.communicate(timeout=10)
+    assert (child.returncode, stderr) == (130, "voxwire web: interrupted\n")
 
 
 @pytest.mark.parametrize(
@@ -205,7 +208,7 @@ def test_voxwire_web_serves_the_demo_agents_page() -> None:
     ],
 )
 def test_a_bad_agent_spec_says_what_is_wrong(spec: str, message: str) -> None:
-    with pytest.raises(SystemExit, match=message):
+    with pytest.raises(ConfigurationError, match=message):
         load_agent(spec)
     assert load_agent("voxwire.demo.script:agents")().name == "Concierge"
 

@@ -6,42 +6,41 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import errno
 import importlib
 import os
-import signal
-import sys
 import webbrowser
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from voxwire.agents import RealtimeAgent
+from voxwire.exceptions import ConfigurationError
 from voxwire.web.bridge import SessionRecipe
 from voxwire.web.server import WebServer
 
-__all__ = ["DEFAULT_AGENT", "load_agent", "local_recipe", "run"]
+__all__ = ["DEFAULT_AGENT", "load_agent", "local_recipe", "serve"]
 
 DEFAULT_AGENT = "voxwire.demo.script:agents"
 
 
 def load_agent(spec: str) -> Callable[[], RealtimeAgent]:
     """``module:attribute`` naming a :class:`RealtimeAgent` or a function returning one; the
-    result makes a new agent per call (one per tab) when it names a function."""
+    result makes a new agent per call (one per tab) when it names a function. A spec that
+    names neither raises :class:`~voxwire.exceptions.ConfigurationError` (status 2)."""
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
-        raise SystemExit(f"voxwire web: --agent {spec!r}: expected module:attribute")
+        raise ConfigurationError(f"--agent {spec!r}: expected module:attribute")
     try:
         target: Any = importlib.import_module(module_name)
         for part in attribute.split("."):
             target = getattr(target, part)
     except (ImportError, AttributeError) as exc:
-        raise SystemExit(f"voxwire web: --agent {spec!r} cannot be loaded: {exc}") from None
+        raise ConfigurationError(f"--agent {spec!r} cannot be loaded: {exc}") from None
     if isinstance(target, RealtimeAgent):
         agent = target
         return lambda: agent
     if callable(target):
         return _checked(spec, target)
-    raise SystemExit(f"voxwire web: --agent {spec!r} is neither a RealtimeAgent nor a function")
+    raise ConfigurationError(f"--agent {spec!r} is neither a RealtimeAgent nor a function")
 
 
 def _checked(spec: str, make: Callable[[], Any]) -> Callable[[], RealtimeAgent]:
@@ -76,12 +75,12 @@ async def local_recipe(
         yield SessionRecipe(agent, in_use, api_key, _config(silence_ms), label)
 
 
-async def _serve(args: argparse.Namespace) -> None:
-    agent = load_agent(args.agent)
-    # SIGINT (Ctrl-C) and SIGTERM end the wait below: tabs' sessions and the servers close.
-    stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+async def serve(
+    args: argparse.Namespace, agent: Callable[[], RealtimeAgent], stop: asyncio.Event
+) -> None:
+    """Serve the page for ``agent`` until ``stop`` is set (``voxwire web``: by SIGINT or
+    SIGTERM, see :func:`voxwire.serving.until_stopped`); then the tabs' sessions and the
+    servers close."""
     async with (
         local_recipe(agent, args.url, args.silence_ms) as recipe,
         WebServer(recipe, host="127.0.0.1", port=args.port) as web,
@@ -93,20 +92,3 @@ async def _serve(args: argparse.Namespace) -> None:
         if args.open:
             webbrowser.open(web.url)
         await stop.wait()
-
-
-def run(args: argparse.Namespace) -> int:
-    """Serve until Ctrl-C (status 0); a busy port is status 2 with what to do."""
-    try:
-        with contextlib.suppress(KeyboardInterrupt):  # one before the handlers are in place
-            asyncio.run(_serve(args))
-    except OSError as exc:
-        if exc.errno != errno.EADDRINUSE:
-            raise
-        print(
-            f"voxwire web: port {args.port} is already in use: choose another with --port N, "
-            "or --port 0 for a free one (the page's address is printed)",
-            file=sys.stderr,
-        )
-        return 2
-    return 0

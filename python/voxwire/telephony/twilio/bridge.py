@@ -91,6 +91,22 @@ class CallReport:
     """Why the session failed (``ended_by == "failed"``), e.g. the endpoint refused it."""
     duration_s: float = 0.0
 
+    def summary(self) -> str:
+        """The call in one line, e.g. ``call CA12 ended (stop) after 42.0 s: 2100 caller
+        frames, 310 chunks sent, 305 played, 1 clear, keys 1#``."""
+        who = self.call.call_sid if self.call else "(no start)"
+        line = (
+            f"call {who} ended ({self.ended_by}) after {self.duration_s:.1f} s: "
+            f"{self.caller_frames} caller frames, {self.chunks_sent} chunks sent, "
+            f"{self.marks_played} played, {self.clears_sent} clear"
+            + ("" if self.clears_sent == 1 else "s")
+        )
+        if self.dtmf:
+            line += f", keys {''.join(self.dtmf)}"
+        if self.error:
+            line += f"; {self.error}"
+        return line
+
 
 EventHandler: TypeAlias = Callable[[CallInfo, RealtimeSession, ev.SessionEvent], Awaitable[None]]
 DtmfHandler: TypeAlias = Callable[[CallInfo, RealtimeSession, str], Awaitable[None]]
@@ -117,7 +133,10 @@ class TwilioBridge:
     local server's URL offline). ``config``: session configuration (turn detection, voice ...);
     the audio formats are set to ``audio/pcmu``. ``chunk_ms``: audio per ``media`` message, each
     followed by a mark — the bound on how far a truncation may fall short of what the caller
-    heard (20 ..= 1000). ``on_event(call, session, event)``: every session event of a call.
+    heard (20 ..= 1000). ``greeting``: the agent speaks first, before the caller says
+    anything — ``True``: a response as its instructions say (``session.create_response()``); a
+    string: these words (``session.say(text)``); ``False`` (default): it waits for the caller.
+    ``on_event(call, session, event)``: every session event of a call.
     ``on_dtmf(call, session, digit)``: a key the caller pressed. ``session_options``: more
     :class:`~voxwire.asyncio.RealtimeSession` arguments (``store``, ``metadata`` ...).
     """
@@ -131,6 +150,7 @@ class TwilioBridge:
         api_key: str | None = None,
         config: Mapping[str, Any] | None = None,
         chunk_ms: int = 40,
+        greeting: bool | str = False,
         input_batch_ms: int = 20,
         start_timeout_s: float = 10.0,
         on_event: EventHandler | None = None,
@@ -139,6 +159,12 @@ class TwilioBridge:
     ) -> None:
         if not isinstance(chunk_ms, int) or not 20 <= chunk_ms <= 1000:
             raise ConfigurationError(f"chunk_ms={chunk_ms!r}: expected an integer 20 ..= 1000")
+        if not isinstance(greeting, (bool, str)) or greeting == "":
+            raise ConfigurationError(
+                f"greeting={greeting!r}: expected True (the agent greets as its instructions "
+                "say), the words to say, or False"
+            )
+        self.greeting = greeting
         self.agent = agent
         self.config = phone_config(config)
         self.chunk_ms = chunk_ms
@@ -157,10 +183,20 @@ class TwilioBridge:
         """Decides, from the ``start`` message, whether a stream may run the agent (set by
         :class:`~.serve.PhoneServer` when it checks tokens); ``None``: every stream may."""
 
-    async def handle(self, websocket: MediaSocket) -> CallReport:
-        """Bridge one stream until Twilio stops it, the socket closes or the session ends."""
+    async def handle(self, websocket: MediaSocket, report: CallReport | None = None) -> CallReport:
+        """Bridge one stream until Twilio stops it, the socket closes or the session ends.
+        ``report``: fill this one (it then holds the call also when the task is cancelled)."""
         started_at = time.monotonic()
-        report = CallReport()
+        report = CallReport() if report is None else report
+        try:
+            return await self._handle(websocket, report)
+        except asyncio.CancelledError:
+            report.ended_by = report.ended_by or "cancelled"
+            raise
+        finally:
+            report.duration_s = time.monotonic() - started_at
+
+    async def _handle(self, websocket: MediaSocket, report: CallReport) -> CallReport:
         stream = TwilioStream()
         try:
             start = await asyncio.wait_for(
@@ -179,7 +215,6 @@ class TwilioBridge:
                 await websocket.close(1008, "this stream was not started by a signed webhook")
             else:
                 await self._run(websocket, stream, call, report)
-        report.duration_s = time.monotonic() - started_at
         return report
 
     async def _run(
@@ -241,6 +276,7 @@ class _Call:
     async def run(self) -> None:
         session = self.bridge.session_for(self.output)
         async with session:
+            await self._greet(session)
             tasks = {
                 asyncio.create_task(self._read(session), name="voxwire-twilio-reader"),
                 asyncio.create_task(self._events(session), name="voxwire-twilio-events"),
@@ -260,6 +296,15 @@ class _Call:
         self.report.cleared_marks_returned = self.stream.cleared_marks_returned
         with contextlib.suppress(ConnectionClosed):
             await self.websocket.close()
+
+    async def _greet(self, session: RealtimeSession) -> None:
+        """The first response, before the caller says anything (``TwilioBridge(greeting=)``);
+        the session sends it as soon as it is open, ahead of the caller's audio."""
+        greeting = self.bridge.greeting
+        if isinstance(greeting, str):
+            await session.say(greeting)
+        elif greeting:
+            await session.create_response()
 
     async def _read(self, session: RealtimeSession) -> None:
         try:

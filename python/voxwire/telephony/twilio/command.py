@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import importlib
 import json
 import os
@@ -17,8 +16,9 @@ from voxwire.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from voxwire.agents import RealtimeAgent
+    from voxwire.telephony.twilio.serve import PhoneServer
 
-__all__ = ["load_agent", "main"]
+__all__ = ["load_agent", "phone_server", "serve"]
 
 
 def load_agent(spec: str) -> RealtimeAgent:
@@ -48,8 +48,9 @@ def load_agent(spec: str) -> RealtimeAgent:
     return found
 
 
-def main(args: argparse.Namespace) -> int:
-    """Serve until interrupted (Ctrl-C)."""
+def phone_server(args: argparse.Namespace) -> PhoneServer:
+    """The server ``voxwire phone``'s arguments ask for (not started). A bad agent or
+    ``--config`` raises here, before anything listens."""
     from voxwire.telephony.twilio.bridge import TwilioBridge
     from voxwire.telephony.twilio.serve import PhoneServer
 
@@ -60,23 +61,28 @@ def main(args: argparse.Namespace) -> int:
         model=args.model,
         config=config,
         chunk_ms=args.chunk_ms,
+        greeting=args.greeting if args.greeting is not None else args.greet,
     )
     token = os.environ.get("TWILIO_AUTH_TOKEN") or None
-    server = PhoneServer(
-        bridge, host=args.host, port=args.port, public_url=args.public_url, auth_token=token
+    return PhoneServer(
+        bridge,
+        host=args.host,
+        port=args.port,
+        public_url=args.public_url,
+        auth_token=token,
+        on_call_ended=lambda report: print(report.summary(), flush=True),
     )
 
-    async def serve() -> None:
-        async with server:
-            print(
-                f"voxwire phone: {args.agent} answers on {server.url()}: voice webhook "
-                f"{args.public_url or server.url()}/twiml (POST or GET), media stream "
-                f"{server.media_path}; Twilio signatures "
-                f"{'checked' if token else 'NOT checked (set TWILIO_AUTH_TOKEN)'}",
-                flush=True,
-            )
-            await server.serve_forever()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve())
-    return 0
+async def serve(server: PhoneServer, args: argparse.Namespace, stop: asyncio.Event) -> None:
+    """Answer calls until ``stop`` is set (``voxwire phone``: by SIGINT or SIGTERM, see
+    :func:`voxwire.serving.until_stopped`); then the calls in progress end and the server closes."""
+    async with server:
+        print(
+            f"voxwire phone: {args.agent} answers on {server.url()}: voice webhook "
+            f"{args.public_url or server.url()}/twiml (POST or GET), media stream "
+            f"{server.media_path}; Twilio signatures "
+            f"{'checked' if server.auth_token else 'NOT checked (set TWILIO_AUTH_TOKEN)'}",
+            flush=True,
+        )
+        await stop.wait()

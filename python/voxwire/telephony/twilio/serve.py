@@ -21,6 +21,7 @@ so only streams started by a signed webhook run the agent (and spend the API key
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -64,7 +65,12 @@ class PhoneServer:
     ``public_url``: the ``https://`` base Twilio reaches this server at (a tunnel, a proxy):
     the stream URL in the TwiML and the signed URL are built from it (default: from the
     request's ``Host`` header, ``wss://``). ``auth_token``: check webhook signatures and
-    stream tokens (see the module docstring); ``None`` accepts every request (local tests)."""
+    stream tokens (see the module docstring); ``None`` accepts every request (local tests).
+    ``on_call_ended(report)``: called with each call's :class:`CallReport` when it ends (``voxwire
+    phone`` prints its :meth:`~CallReport.summary`).
+
+    :meth:`close` ends the calls in progress, also one still opening its session (a slow or
+    unreachable endpoint): it does not wait for them to end by themselves."""
 
     def __init__(
         self,
@@ -76,6 +82,7 @@ class PhoneServer:
         auth_token: str | None = None,
         webhook_path: str = "/twiml",
         media_path: str = "/media",
+        on_call_ended: Callable[[CallReport], None] | None = None,
     ) -> None:
         self.bridge = bridge
         self.host, self.port = host, port
@@ -84,6 +91,8 @@ class PhoneServer:
         self.webhook_path, self.media_path = webhook_path, media_path
         self._secret = secrets.token_bytes(32)
         self._server: Server | None = None
+        self._calls: set[asyncio.Task[object]] = set()
+        self.on_call_ended = on_call_ended
         self.reports: list[CallReport] = []
         """One per call that ended, in order."""
         if auth_token:
@@ -115,7 +124,11 @@ class PhoneServer:
     async def close(self) -> None:
         server, self._server = self._server, None
         if server is not None:
-            server.close()
+            server.close()  # stops listening; each stream is closed (1001)
+            # A call still opening its session would only notice when that ends (up to the
+            # session's open timeout): its task is cancelled, and the session closes with it.
+            for task in self._calls:
+                task.cancel()
             await server.wait_closed()
 
     async def serve_forever(self) -> None:
@@ -218,8 +231,17 @@ class PhoneServer:
     # -- the media stream ------------------------------------------------------------------
 
     async def _call(self, connection: ServerConnection) -> None:
-        report = await self.bridge.handle(connection)
-        self.reports.append(report)
+        task = asyncio.current_task()
+        assert task is not None
+        self._calls.add(task)
+        report = CallReport()
+        try:
+            await self.bridge.handle(connection, report)
+        finally:  # also a call that close() cancelled (ended_by "cancelled")
+            self._calls.discard(task)
+            self.reports.append(report)
+            if self.on_call_ended is not None:
+                self.on_call_ended(report)
         logger.info(
             "call %s ended (%s) after %.1f s",
             report.call.call_sid if report.call else "-",
