@@ -11,25 +11,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import threading
 from collections.abc import Sequence
 
 import pytest
 
+from tests.voices import HeldEngine, real_engine
 from voxwire.protocol import ServerEvent
 from voxwire.server import Pacing, Scenario
 from voxwire.server.core.ids import ServerIds
 from voxwire.server.core.session import CancelResponse, ServerSession, StartResponse
 from voxwire.server.core.wire import encode_server_event
 from voxwire.server.engines.responder import RulesResponder
-from voxwire.server.engines.tts import (
-    EspeakEngine,
-    HibariEngine,
-    NoVoiceError,
-    Speech,
-    SpeechEngine,
-    Voice,
-)
+from voxwire.server.engines.tts import Voice
 from voxwire.server.engines.vad import TurnDetector
 from voxwire.server.responses import ResponseManager
 
@@ -51,27 +44,6 @@ class VirtualClock:
         if not wake.is_set():
             self.t += max(0.0, seconds)
         await asyncio.sleep(0)
-
-
-class HeldEngine:
-    """A real engine whose synthesis waits until the test releases it (bounded)."""
-
-    def __init__(self, engine: SpeechEngine) -> None:
-        self.name = engine.name
-        self._engine = engine
-        self.release = threading.Event()
-
-    def synthesize(self, text: str, voice: str, speed: float = 1.0) -> Speech:
-        self.release.wait(10.0)
-        return self._engine.synthesize(text, voice, speed)
-
-
-def real_engine() -> SpeechEngine:
-    """The voice ``tts="auto"`` picks: espeak-ng if installed, else hibari."""
-    try:
-        return EspeakEngine.shared()
-    except NoVoiceError:
-        return HibariEngine.shared()
 
 
 class Wire:
