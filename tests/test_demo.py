@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from voxwire.audio import read_wav
 from voxwire.demo import SPEAKER_LATENCY_MS
@@ -77,6 +78,13 @@ def test_demo_json_tool_handoff_and_an_exact_barge_in(tmp_path: Path) -> None:
     assert summary["truncates_unanswered"] == 0
     assert [c["audio_end_ms"] for c in summary["cuts"]] == [cut["played_ms"]]
     assert summary["cuts"][0]["dropped_unplayed_ms"] > 0
+    # The truncation error: the claim against what the playback clock knew (the virtual
+    # speaker's, exact: what it played), floored to whole ms; a local device claims no bound.
+    summary_cut = summary["cuts"][0]
+    assert summary_cut["clock_ms"] == pytest.approx(heard * 1000 / RATE_HZ)
+    assert -1 < summary_cut["error_ms"] <= 0
+    assert summary_cut["error_ms"] == pytest.approx(cut["played_ms"] - summary_cut["clock_ms"])
+    assert summary_cut["bound_ms"] is None
     assert len(summary["items"]) == 3  # concierge, billing (cut), billing's answer
     recording = read_wav(out)
     assert recording.rate_hz == RATE_HZ
@@ -117,6 +125,7 @@ def test_demo_prints_a_readable_transcript(tmp_path: Path) -> None:
     assert "MISMATCH" not in text
     assert "underruns 0" in text
     assert f"cut {match[0]}: audio_end_ms={audio_end_ms}" in text  # in the summary too
+    assert "ms against the playback clock" in text
     assert_cut_is_what_was_heard(out, int(first), int(cut))
 
 

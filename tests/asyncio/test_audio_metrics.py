@@ -55,6 +55,10 @@ def test_an_interruption_reports_the_truncation_point_and_the_audio_dropped() ->
                 played_ms=250,
                 received_ms=received_ms,
                 dropped_ms=received_ms - 250,
+                # The speaker's clock knew 250 ms exactly; a local device claims no bound.
+                clock_heard_ms=250.0,
+                truncation_error_ms=0.0,
+                clock_bound_ms=None,
             )
             totals = session.metrics
             assert totals.dropped_audio_ms == received_ms - 250

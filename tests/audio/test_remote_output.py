@@ -123,3 +123,35 @@ def test_truncation_never_exceeds_what_was_acknowledged(steps: list[tuple[str, i
             sent_marks = [out.sent_samples]
             item += 1
             starts[f"i{item}"] = out.ring.pushed_samples
+
+
+def test_the_listener_is_within_one_chunk_of_the_last_acknowledgement() -> None:
+    """Acknowledged per chunk (Twilio's marks): the listener may be past the clock by the audio
+    sent and not acknowledged, at most the largest chunk taken."""
+    out = RemoteOutput(8000)
+    assert out.heard_bound_samples == 0  # nothing sent
+    out.push("a", 0, ulaw(2000), "audio/pcmu", 8000)
+    out.take(320)
+    assert out.heard_bound_samples == 320
+    for _ in range(3):
+        out.take(320)
+    assert out.heard_bound_samples == 320  # 1280 sent, none acknowledged: one chunk at most
+    out.acknowledge(1200)
+    assert out.heard_bound_samples == 80  # only 80 sent past the acknowledgement
+    out.acknowledge(1280)
+    assert out.heard_bound_samples == 0  # everything sent was heard
+
+
+def test_a_page_acknowledging_every_render_quantum_bounds_the_clock_by_one() -> None:
+    out = RemoteOutput(48_000, ack_every_samples=128)
+    out.push("a", 0, bytes(48_000), "audio/pcm", 24_000)
+    out.take(1920)
+    assert out.heard_bound_samples == 128
+    out.acknowledge(1900)
+    assert out.heard_bound_samples == 20
+
+
+@pytest.mark.parametrize("bad", [0, -128, 1.5, True, "128"])
+def test_ack_every_samples_must_be_a_positive_count(bad: object) -> None:
+    with pytest.raises(ConfigurationError, match="ack_every_samples"):
+        RemoteOutput(8000, ack_every_samples=bad)  # type: ignore[arg-type]

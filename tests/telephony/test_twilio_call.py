@@ -57,6 +57,16 @@ def check_call(result: CallResult, carrier_buffer_ms: int, chunk_ms: int, slack:
     )
     assert truncated_at <= most  # never ahead of the caller
     assert sure - truncated_at <= chunk_ms * 8 + slack  # within one chunk (and the slack)
+    # The cut's truncation error: the claim is the clock's count floored to whole ms, and the
+    # clock's bound is one chunk (a mark per chunk), which the caller's real position keeps to
+    # (with the slack: what plays while marks and the clear travel).
+    (metrics,) = seen.interruptions
+    assert metrics.clock_heard_ms is not None
+    assert metrics.truncation_error_ms is not None
+    assert -1 < metrics.truncation_error_ms <= 0
+    assert metrics.clock_bound_ms is not None
+    assert 0 <= metrics.clock_bound_ms <= chunk_ms
+    assert sure <= (metrics.clock_heard_ms + metrics.clock_bound_ms) * 8 + slack
 
     # One clear, which dropped what the line still had queued (a carrier buffer at least).
     (clear,) = call.clears

@@ -18,6 +18,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from voxwire.agents import RealtimeAgent, function_tool
 from voxwire.asyncio import RealtimeSession
 from voxwire.asyncio import events as ev
+from voxwire.asyncio.observability.metrics import InterruptionMetrics
 from voxwire.audio import g711
 from voxwire.protocol import server_events as se
 from voxwire.server import Pacing, RealtimeServer, Scenario
@@ -103,6 +104,7 @@ class Observed:
     errors: list[ev.ErrorEvent] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
     items: list[str] = field(default_factory=list)  # items with audio, in order
+    interruptions: list[InterruptionMetrics] = field(default_factory=list)
 
     async def on_event(
         self, call: CallInfo, session: RealtimeSession, event: ev.SessionEvent
@@ -113,6 +115,10 @@ class Observed:
             self.errors.append(event)
         elif isinstance(event, ev.ToolStartEvent):
             self.tools.append(event.name)
+        elif isinstance(event, ev.MetricsCollectedEvent) and isinstance(
+            event.metrics, InterruptionMetrics
+        ):
+            self.interruptions.append(event.metrics)
         elif isinstance(event, ev.RawServerEvent):
             raw = event.event
             if isinstance(raw, se.ConversationItemTruncated):

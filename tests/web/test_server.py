@@ -45,6 +45,19 @@ async def web_for_local_server(**web: Any) -> AsyncIterator[WebServer]:
             yield page
 
 
+@asynccontextmanager
+async def tab_at_48k() -> AsyncIterator[tuple[WebServer, ClientConnection, list[bytes]]]:
+    """A page at 48 kHz on a web server for the local server, past its ``hello``: the web
+    server, the page's websocket and the audio chunks received so far."""
+    async with web_for_local_server() as web:
+        origin = f"http://127.0.0.1:{web.port}"
+        async with connect(f"ws://127.0.0.1:{web.port}/talk", origin=origin) as ws:  # type: ignore[arg-type]
+            chunks: list[bytes] = []
+            await ws.send(json.dumps({"type": "hello", "rate_hz": 48_000}))
+            await _next_json(ws, "hello", chunks)
+            yield web, ws, chunks
+
+
 def _get(url: str) -> tuple[int, str, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
@@ -255,17 +268,12 @@ def test_hostile_page_messages_never_end_the_tab() -> None:
     hostile = _hostile_page_messages(seed=20261125, count=300)
 
     async def body() -> None:
-        async with web_for_local_server() as web:
-            origin = f"http://127.0.0.1:{web.port}"
-            async with connect(f"ws://127.0.0.1:{web.port}/talk", origin=origin) as ws:  # type: ignore[arg-type]
-                chunks: list[bytes] = []
-                await ws.send(json.dumps({"type": "hello", "rate_hz": 48_000}))
-                await _next_json(ws, "hello", chunks)
-                for message in hostile:
-                    await ws.send(message)
-                await ws.send(json.dumps({"type": "text", "text": "still there?"}))
-                record = await _record(ws, "user_text", chunks)
-                assert record["text"] == "still there?"
+        async with tab_at_48k() as (_, ws, chunks):
+            for message in hostile:
+                await ws.send(message)
+            await ws.send(json.dumps({"type": "text", "text": "still there?"}))
+            record = await _record(ws, "user_text", chunks)
+            assert record["text"] == "still there?"
 
     run(body())
     print(f"\nweb tab: {len(hostile)} hostile page messages, the tab went on")

@@ -22,6 +22,13 @@ whose consumer side is two calls instead of a device pull:
   behind it by at most the audio played since that acknowledgement (one chunk plus the time an
   acknowledgement takes to arrive; docs/telephony.md).
 
+How far behind the listener the clock may be is :attr:`RemoteOutput.heard_bound_samples`: the
+audio sent and not acknowledged, but at most one acknowledgement's span — the far end acknowledges
+at least every ``ack_every_samples`` played (a Web Audio render quantum, 128 frames, for a page
+whose worklet reports each quantum), or else once per chunk taken (a Twilio ``mark`` after every
+chunk: one chunk, the largest taken). The session reports it with each cut
+(``InterruptionMetrics.clock_bound_ms``).
+
 ``on_audio`` is called (on the producer's thread, the session's event loop) whenever audio was
 queued or a part ended, so the sender can :meth:`take`; ``on_interrupt`` after an interruption
 dropped the unsent audio, so the sender can tell the far end to drop what it buffered (Twilio
@@ -63,8 +70,21 @@ class RemoteOutput(AudioOutput):
         on_audio: Callable[[], None] = _nothing,
         on_interrupt: Callable[[], None] = _nothing,
         now: Callable[[], float] = time.monotonic,
+        ack_every_samples: int | None = None,
     ) -> None:
+        if ack_every_samples is not None and (
+            not isinstance(ack_every_samples, int)
+            or isinstance(ack_every_samples, bool)
+            or ack_every_samples <= 0
+        ):
+            raise ConfigurationError(
+                f"ack_every_samples={ack_every_samples!r} is invalid: expected a positive sample "
+                "count (the most audio played between two acknowledgements), or None: one "
+                "acknowledgement per chunk taken"
+            )
         super().__init__(rate_hz, capacity_ms=capacity_ms, prebuffer_ms=0.0, fade_ms=0.0, now=now)
+        self._ack_every = ack_every_samples
+        self._largest_chunk = 0  # samples: the span of one acknowledgement, by default
         self.on_audio = on_audio
         self.on_interrupt = on_interrupt
         self._sent_end = 0  # ring position after the last sample taken (and not dropped)
@@ -116,6 +136,15 @@ class RemoteOutput(AudioOutput):
         return self.ring.heard_samples
 
     @property
+    def heard_bound_samples(self) -> int:
+        """How far past :attr:`heard_samples` the listener may be now: the audio sent and not
+        acknowledged, at most one acknowledgement's span (``ack_every_samples``, else the largest
+        chunk taken). The playback clock counts :attr:`heard_samples`; the listener heard
+        between that and this much more."""
+        span = self._ack_every if self._ack_every is not None else self._largest_chunk
+        return min(max(0, self._sent_end - self.ring.heard_samples), span)
+
+    @property
     def unheard_samples(self) -> int:
         """Queued, or sent and not acknowledged (0 once the far end played everything)."""
         return self.ring.readable_samples + max(0, self._sent_end - self.ring.heard_samples)
@@ -131,6 +160,7 @@ class RemoteOutput(AudioOutput):
         if readable == 0 or (readable < max_samples and self._open and not partial):
             return np.empty(0, dtype=np.int16)
         chunk = self.ring.pop(min(readable, max_samples))
+        self._largest_chunk = max(self._largest_chunk, len(chunk))
         self._sent_end = self.ring.consumed_samples
         self._playing = True
         return chunk

@@ -30,6 +30,7 @@ import numpy as np
 
 from voxwire.asyncio import RealtimeSession
 from voxwire.asyncio import events as ev
+from voxwire.asyncio.observability.records import InterruptionMetrics
 from voxwire.audio import AudioInput, MemoryOutput, WavFileInput
 from voxwire.console import Console
 from voxwire.demo.script import UserLine
@@ -66,6 +67,8 @@ class Observed:
     )
     errors: list[ev.ErrorEvent] = field(default_factory=list)
     closed: ev.CloseEvent | None = None
+    interruptions: list[InterruptionMetrics] = field(default_factory=list)
+    """Each cut item's metrics: the truncation point against what the playback clock knew."""
 
 
 class Conversation:
@@ -260,6 +263,10 @@ class Conversation:
                 self.seen.audio_items.append(event.item_id)
             elif isinstance(event, ev.AudioInterruptedEvent):
                 extra = self._check_cut(event)
+            elif isinstance(event, ev.MetricsCollectedEvent) and isinstance(
+                event.metrics, InterruptionMetrics
+            ):
+                self.seen.interruptions.append(event.metrics)
             elif isinstance(event, ev.ErrorEvent):
                 self.seen.errors.append(event)
             elif isinstance(event, ev.CloseEvent):

@@ -1,6 +1,7 @@
 """The demo's metrics summary: per agent reply what was received and heard, first delta to first
-sample heard (on the speaker's clock), underruns, every interruption with its truncation point
-and the received audio dropped unplayed, and the session's own metrics (wall clock)."""
+sample heard (on the speaker's clock), underruns, every interruption with its truncation point,
+the received audio dropped unplayed and the truncation error (the point claimed against what the
+playback clock knew, with the clock's bound), and the session's own metrics (wall clock)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,12 @@ class CutReport:
     speaker_samples: int | None
     dropped_unplayed_ms: int | None
     rate_hz: int = 24_000
+    clock_ms: float | None = None
+    """What the playback clock knew was heard of the item at the cut (``None``: not known)."""
+    error_ms: float | None = None
+    """The truncation claimed (0 if deleted) minus ``clock_ms``: 0 to -1 ms (whole ms, floored)."""
+    bound_ms: float | None = None
+    """How far past the clock the listener may have been (``None``: the clock claims no bound)."""
 
     @property
     def exact(self) -> bool | None:
@@ -107,12 +114,26 @@ def _ms(value: float | None) -> str:
 
 def _describe_cut(cut: CutReport) -> str:
     if cut.audio_end_ms is None:
-        return f"cut {cut.item_id}: deleted (nothing of it was heard)"
+        return f"cut {cut.item_id}: deleted (nothing of it was heard)" + _truncation_error(cut)
     check = {True: "exact", False: "MISMATCH", None: "not checked"}[cut.exact]
     return (
         f"cut {cut.item_id}: audio_end_ms={cut.audio_end_ms}, speaker played "
         f"{cut.speaker_samples} samples ({check}); {cut.dropped_unplayed_ms} ms received "
-        "and dropped unplayed"
+        "and dropped unplayed" + _truncation_error(cut)
+    )
+
+
+def _truncation_error(cut: CutReport) -> str:
+    if cut.clock_ms is None or cut.error_ms is None:
+        return ""
+    bound = (
+        "no bound claimed: a local device's clock"
+        if cut.bound_ms is None
+        else f"the listener within +{cut.bound_ms:.3f} ms of it"
+    )
+    return (
+        f"; truncation error {cut.error_ms:+.3f} ms against the playback clock "
+        f"({cut.clock_ms:.3f} ms heard; {bound})"
     )
 
 
@@ -134,19 +155,25 @@ def summarise(conversation: Conversation, wall_s: float) -> Summary:
                 None if timing is None else timing.first_sample_delay_ms,
             )
         )
-    cuts = [
-        CutReport(
-            event.item_id,
-            event.played_ms,
-            heard,
-            session.protocol.audio_received_samples(event.item_id) * 1000 // rate
-            - (event.played_ms or 0),
-            rate,
+    metrics = {(m.item_id, m.content_index): m for m in conversation.seen.interruptions}
+    cuts = []
+    for event, _, heard in conversation.seen.cuts:
+        cut = metrics.get((event.item_id, event.content_index))
+        cuts.append(
+            CutReport(
+                event.item_id,
+                event.played_ms,
+                heard,
+                session.protocol.audio_received_samples(event.item_id) * 1000 // rate
+                - (event.played_ms or 0),
+                rate,
+                clock_ms=None if cut is None else cut.clock_heard_ms,
+                error_ms=None if cut is None else cut.truncation_error_ms,
+                bound_ms=None if cut is None else cut.clock_bound_ms,
+            )
         )
-        for event, _, heard in conversation.seen.cuts
-    ]
-    metrics = session.metrics
-    mean = metrics.speech_end_to_first_audio.mean_s
+    totals = session.metrics
+    mean = totals.speech_end_to_first_audio.mean_s
     return Summary(
         audio_s=conversation.speaker.played_samples / rate,
         wall_s=wall_s,
@@ -154,11 +181,11 @@ def summarise(conversation: Conversation, wall_s: float) -> Summary:
         cuts=cuts,
         underruns=output.underruns,
         underrun_ms=output.underrun_samples * 1000 / output.device_rate_hz,
-        responses=metrics.responses,
-        interrupted_responses=metrics.interrupted_responses,
+        responses=totals.responses,
+        interrupted_responses=totals.interrupted_responses,
         mean_speech_end_to_first_audio_ms=None if mean is None else mean * 1000,
-        input_tokens=metrics.usage.input_tokens,
-        output_tokens=metrics.usage.output_tokens,
+        input_tokens=totals.usage.input_tokens,
+        output_tokens=totals.usage.output_tokens,
         errors=[f"({e.source}) {e.message}" for e in conversation.seen.errors],
         truncates_unanswered=len(session.protocol.unacknowledged_item_truncates),
     )

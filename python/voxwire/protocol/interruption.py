@@ -13,6 +13,12 @@ Given the exact played sample count of each (item, content) segment from the pla
 * a segment heard in full (all audio arrived and all of it played) is left alone;
 * an item none of whose audio was heard is deleted instead (``conversation.item.delete``):
   a zero-length truncation would leave an assistant turn the user never heard in the context.
+  That includes an assistant message of a response in progress whose audio has not arrived yet
+  (``silent_items``: announced by ``response.output_item.added``, no delta so far): the user
+  heard nothing of it, and the words its transcript and later audio would carry must not stay
+  in the model's context. (GA's truncate cannot stand in: it names a content part's audio, and
+  such an item has none yet.) An item of an interrupted response announced only after the
+  interruption is deleted as it arrives (``RealtimeProtocol``, on ``conversation.item.added``).
 
 Which segments are looked at: those of responses still in progress, and those named in
 ``played_samples``. Older segments not named were played out before and are left alone, as are
@@ -49,9 +55,13 @@ def plan_interruption(
     *,
     in_progress: Collection[str],
     in_conversation: Callable[[str], bool],
+    silent_items: Iterable[tuple[str, str]] = (),
 ) -> InterruptionPlan:
-    """Decide the truncations and deletions for an interruption (see the module docstring)."""
+    """Decide the truncations and deletions for an interruption (see the module docstring).
+    ``silent_items``: ``(item_id, response_id)`` of the assistant messages of responses in
+    progress that may speak; those without audio received are deleted."""
     _check_played(played_samples)
+    segments = list(segments)
     heard_by_item: dict[str, list[tuple[AudioSegment, int]]] = {}
     for segment in segments:
         named = segment.key in played_samples
@@ -63,6 +73,11 @@ def plan_interruption(
         heard_by_item.setdefault(segment.item_id, []).append((segment, heard_samples))
 
     plan = InterruptionPlan()
+    with_audio = {segment.item_id for segment in segments}
+    for item_id, response_id in silent_items:
+        if item_id not in with_audio and in_conversation(item_id):
+            plan.deletions.append(item_id)
+            _note_response(plan, response_id)
     for item_id, heard in heard_by_item.items():
         if all(heard_samples == 0 for _, heard_samples in heard):
             plan.deletions.append(item_id)

@@ -405,10 +405,7 @@ class RealtimeProtocol(ProtocolState):
         return self._queue(ConversationItemRetrieve(item_id=item_id))
 
     def send_item_delete(self, item_id: str) -> ConversationItemDelete:
-        event = self._queue(ConversationItemDelete(item_id=item_id))
-        assert event.event_id is not None
-        self._unacked_deletes[event.event_id] = event
-        return event
+        return self._delete_item(item_id)
 
     def send_item_truncate(
         self, item_id: str, content_index: int, audio_end_ms: int
@@ -480,6 +477,7 @@ class RealtimeProtocol(ProtocolState):
             played_samples,
             in_progress=self._gate.in_progress,
             in_conversation=self._conversation.__contains__,
+            silent_items=self._silent_items(),
         )
         events: list[ClientEvent] = []
         if cancel_response:

@@ -36,6 +36,9 @@ class ResponseRecord:
     """A ``response.cancel`` for it went out (it is sent at most once)."""
     interrupted: bool = False
     """The client interrupted it: later deltas of it are dropped, not handed out."""
+    speaks: bool = True
+    """Its output may hold audio (``output_modalities`` of ``response.created`` name audio, or
+    are not given): an output message of it that is interrupted with nothing heard is deleted."""
     out_of_band: bool = False
     """Created with ``conversation="none"``: it writes to no conversation and does not hold
     the response gate."""

@@ -28,6 +28,7 @@ from voxwire.protocol.config import SessionConfig
 from voxwire.protocol.conversation import ConversationState
 from voxwire.protocol.gate import LostRace, ResponseGate
 from voxwire.protocol.ids import IdFactory
+from voxwire.protocol.items import Item, MessageItem
 from voxwire.protocol.objects import Response
 from voxwire.protocol.responses import ResponseRecords
 from voxwire.protocol.server_events import ReceivedEvent
@@ -138,6 +139,27 @@ class ProtocolState:
         self._gate.create_sent(event_id, request, waits_for=self._pending_item_ids())
         return event
 
+    def _delete_item(self, item_id: str) -> ConversationItemDelete:
+        event = self._queue(ConversationItemDelete(item_id=item_id))
+        assert event.event_id is not None  # _queue gives every event one
+        self._unacked_deletes[event.event_id] = event
+        return event
+
+    def _silent_items(self) -> list[tuple[str, str]]:
+        """``(item_id, response_id)``: the assistant messages of the responses in progress that
+        may speak (:func:`~voxwire.protocol.interruption.plan_interruption` deletes those with
+        no audio yet at an interruption)."""
+        silent = []
+        for response_id in self._gate.in_progress:
+            record = self._responses.get(response_id)
+            if record is not None and record.speaks:
+                silent += [
+                    (item_id, response_id)
+                    for item_id in record.output_item_ids
+                    if _is_assistant_message(self._conversation.get(item_id))
+                ]
+        return silent
+
     def _pending_item_ids(self) -> frozenset[str]:
         return frozenset(c.item.id for c in self._unacked_creates.values() if c.item.id)
 
@@ -156,10 +178,28 @@ class ProtocolState:
         return True
 
     def _on_item_added(self, event: se.ConversationItemAdded | se.ConversationItemCreated) -> bool:
+        announced = event.item.id in self._conversation
         self._conversation.item_added(event.item, event.previous_item_id)
         if event.item.id is not None:
             self._create_answered(event.item.id)
+            if not announced:
+                self._delete_if_never_heard(event.item.id, event.item)
         return True
+
+    def _delete_if_never_heard(self, item_id: str, item: Item) -> None:
+        """An assistant message of an interrupted response that may speak, announced after the
+        interruption: nothing of it was heard (its deltas are dropped), so it is deleted, as the
+        interruption deletes the unheard items it knows (voxwire.protocol.interruption)."""
+        response_id = self._conversation.response_of(item_id)
+        record = self._responses.get(response_id) if response_id is not None else None
+        if (
+            record is not None
+            and record.interrupted
+            and record.speaks
+            and _is_assistant_message(item)
+            and not any(s.item_id == item_id for s in self._ledger.segments())
+        ):
+            self._delete_item(item_id)
 
     def _on_item_done(self, event: se.ConversationItemDone) -> bool:
         self._conversation.item_done(event.item, event.previous_item_id)
@@ -189,6 +229,8 @@ class ProtocolState:
         if response_id is None:
             return True
         record = self._responses.created(response_id)
+        modalities = event.response.output_modalities
+        record.speaks = modalities is None or "audio" in modalities
         # GA: conversation_id is null exactly when the response was created out of band.
         if event.response.conversation_id is None and self._out_of_band_creates:
             event_id = self._out_of_band_creates.pop(0)
@@ -334,6 +376,10 @@ class ProtocolState:
             if response is not None and response.id is not None:
                 self._finish_response(response.id, response)
         return True
+
+
+def _is_assistant_message(item: Item | None) -> bool:
+    return isinstance(item, MessageItem) and item.role == "assistant"
 
 
 def internal_error(exc: Exception, event: ReceivedEvent | None) -> se.ProtocolErrorEvent:

@@ -41,7 +41,7 @@ from voxwire.server.faults import (
     faults_from_data,
     faults_from_file,
 )
-from voxwire.server.responses import Pacing
+from voxwire.server.responses import PaceClock, Pacing
 from voxwire.server.server import RealtimeServer
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "Fault",
     "NoVoiceError",
     "Output",
+    "PaceClock",
     "Pacing",
     "RealtimeConnection",
     "RealtimeServer",

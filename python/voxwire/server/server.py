@@ -36,7 +36,7 @@ from voxwire.server.core.input_buffer import MAX_APPEND_BYTES
 from voxwire.server.core.mcp import McpServers
 from voxwire.server.engines.responder import Responder, RulesResponder, Scenario
 from voxwire.server.engines.transcribe import Transcriber, WhisperTranscriber
-from voxwire.server.engines.tts import ENGINES, Voice
+from voxwire.server.engines.tts import ENGINES, SpeechEngine, Voice
 from voxwire.server.faults import Fault
 from voxwire.server.live.connection import LIVE_PATH, LiveConnection, attach_source, fork_source
 from voxwire.server.live.core.forks import LiveSessionStore
@@ -95,7 +95,9 @@ class RealtimeServer:
     ``tts="auto"`` (default) speaks with espeak-ng when it is installed, else hibari;
     ``tts="hibari"`` / ``"espeak"`` choose one; with no voice available, :meth:`start` raises
     :class:`~voxwire.server.engines.tts.NoVoiceError` naming what to install. ``tts=None``
-    answers in text only (sessions default to ``["text"]``).
+    answers in text only (sessions default to ``["text"]``); a
+    :class:`~voxwire.server.engines.tts.SpeechEngine` of your own speaks instead (a test's: one
+    that holds a synthesis until the test lets it go).
     ``transcriber`` transcribes committed user audio when a session asks for it
     (``audio.input.transcription``): ``"auto"`` (default) is Whisper tiny.en through
     faster-whisper if the ``transcribe`` extra is installed, loaded on first use, shared by
@@ -121,7 +123,7 @@ class RealtimeServer:
         token: str | None = None,
         scenario: Scenario | None = None,
         responder: Responder | None = None,
-        tts: str | None = "auto",
+        tts: str | SpeechEngine | None = "auto",
         pacing: Pacing | None = None,
         max_session_s: float = 60 * 60,
         seed: int | None = None,
@@ -136,7 +138,7 @@ class RealtimeServer:
                 f"audio_budget_bytes={audio_budget_bytes!r} is invalid: expected bytes >= 0, "
                 "or None to keep all item audio"
             )
-        if tts is not None and tts not in ENGINES:
+        if isinstance(tts, str) and tts not in ENGINES:
             raise ValueError(
                 f"tts={tts!r} is invalid: expected {', '.join(map(repr, ENGINES))} "
                 "or None (text only)"
@@ -186,7 +188,10 @@ class RealtimeServer:
         if self._server is not None or self._closed:
             raise RuntimeError("RealtimeServer.start() may be called once")
         # Fail here, before listening, if the voice cannot be loaded (NoVoiceError says why).
-        self._voice = Voice.load(self._tts) if self._tts is not None else None
+        tts = self._tts
+        self._voice = (
+            None if tts is None else Voice.load(tts) if isinstance(tts, str) else Voice(tts)
+        )
         transcriber = self._start_transcriber()
         settings = ConnectionSettings(
             responder=self._responder,

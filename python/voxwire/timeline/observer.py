@@ -25,6 +25,10 @@ page streams them). The kinds, and what the page draws of them (``web/static/tim
 ``cut``             the session cut the item at ``audio_end_ms`` (what was heard; ``None``:
                     nothing was attached to count it)
 ``truncated``       the server accepted the truncation (``conversation.item.truncated``)
+``cut_error``       how true the cut is (``InterruptionMetrics``): ``audio_end_ms`` claimed (0:
+                    deleted), ``clock_ms`` the playback clock knew heard, ``error_ms`` the claim
+                    minus that, ``bound_ms`` how far past the clock the listener may be (one
+                    chunk for Twilio, one render quantum for the page; ``None``: unknown)
 ``transcript``      ``role`` said ``text`` (item ``item_id``)
 ``tool_start``,     a function tool ran (``call_id``, ``name``, ``arguments`` / ``output``,
 ``tool_end``        ``error``)
@@ -48,6 +52,7 @@ from typing import Any
 
 from voxwire._core import ItemPlayback, PlaybackClock
 from voxwire.asyncio import events as ev
+from voxwire.asyncio.observability.records import InterruptionMetrics, Metrics
 from voxwire.protocol import server_events as se
 
 __all__ = ["Record", "Timeline"]
@@ -230,6 +235,22 @@ def _error_text(error: BaseException | None) -> str | None:
 
 
 _Made = list[tuple[str, dict[str, Any]]]
+
+
+def _cut_error(metrics: Metrics) -> _Made:
+    if not isinstance(metrics, InterruptionMetrics) or metrics.clock_heard_ms is None:
+        return []
+    fields = {
+        "item_id": metrics.item_id,
+        "content_index": metrics.content_index,
+        "audio_end_ms": metrics.played_ms or 0,
+        "clock_ms": round(metrics.clock_heard_ms, 3),
+        "error_ms": round(metrics.truncation_error_ms or 0.0, 3),
+        "bound_ms": None if metrics.clock_bound_ms is None else round(metrics.clock_bound_ms, 3),
+    }
+    return [("cut_error", fields)]
+
+
 _DESCRIBE: dict[type[Any], Callable[[Any], _Made]] = {
     ev.ResponseStartedEvent: lambda e: [("response", {"response_id": e.response_id})],
     ev.AssistantTranscriptDoneEvent: lambda e: [
@@ -263,6 +284,7 @@ _DESCRIBE: dict[type[Any], Callable[[Any], _Made]] = {
     ev.InputGuardrailTrippedEvent: lambda e: [
         ("guardrail", {"guardrails": list(e.guardrails), "item_id": e.item_id, "input": True})
     ],
+    ev.MetricsCollectedEvent: lambda e: _cut_error(e.metrics),
     ev.AgentStateChangedEvent: lambda e: [("agent_state", {"state": e.new_state})],
     ev.UserStateChangedEvent: lambda e: [("user_state", {"state": e.new_state})],
     ev.ErrorEvent: lambda e: [

@@ -49,6 +49,7 @@ log = logging.getLogger("voxwire.web")
 RATE_HZ: Final = 24_000  # a page that does not say its rate
 CHUNK_MS: Final = 40  # audio per message to the page
 LEAD_MS: Final = 2_000  # sent ahead of what was heard at most (the page's queue)
+RENDER_QUANTUM: Final = 128  # frames a Web Audio worklet renders per call (its report's step)
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,12 @@ class TabBridge:
         """The page's rate (its AudioContext's): the microphone comes at it, audio goes at it."""
         self._first = first
         self.microphone = AudioInput(rate_hz)  # resampled to the session's 24 kHz frames
-        self.output = RemoteOutput(rate_hz, on_audio=self._wake.set, on_interrupt=self._clear)
+        self.output = RemoteOutput(
+            rate_hz,
+            on_audio=self._wake.set,
+            on_interrupt=self._clear,
+            ack_every_samples=RENDER_QUANTUM,  # the worklet reports after every quantum
+        )
         self.timeline = Timeline(on_record=self._record, playback=self.output.clock)
         self.session = recipe.session(self.output)
         self._starts: set[tuple[str, int]] = set()

@@ -7,7 +7,8 @@ from the application (samples it played itself), from the attached audio output 
 sample; an ``AudioOutput`` also drops its unplayed audio and fades out), or else everything
 received counts as heard. The protocol core plans and queues the truncates and deletes
 (``RealtimeProtocol.interrupt``); this part collects the played samples, tells metrics (with
-each cut item's truncation point and the audio it dropped unplayed), and emits
+each cut item's truncation point, the audio it dropped unplayed, and how the truncation point
+compares with what the playback clock knew, within the clock's bound), and emits
 ``audio_interrupted`` per item.
 """
 
@@ -17,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 import voxwire.asyncio.events as ev
-from voxwire.asyncio.audio.playback import OutputPath
+from voxwire.asyncio.audio.playback import OutputPath, heard_bound_ms
 from voxwire.asyncio.events.translate import turn_interrupts_response
 from voxwire.asyncio.observability.metrics import InterruptionMetrics, MetricsRecorder
 from voxwire.protocol import server_events as se
@@ -78,6 +79,13 @@ class Interrupter:
         self, played_samples: Mapping[SegmentKey, int] | None, *, cancel_response: bool
     ) -> None:
         protocol = self._protocol()
+        # Read before the cut: the output forgets what was sent and not acknowledged.
+        bound_ms = (
+            heard_bound_ms(self._output)
+            if played_samples is None and self._output is not None
+            else None
+        )
+        counted = played_samples is not None or self._output is not None
         played = self._played(protocol, played_samples)
         in_progress_ids = list(protocol.responses_in_progress)
         received = {segment.key: segment for segment in protocol.audio.segments()}
@@ -95,7 +103,9 @@ class Interrupter:
             elif isinstance(event, ConversationItemDelete):
                 cuts.append(ev.AudioInterruptedEvent(item_id=event.item_id, content_index=0))
         if sent or played:
-            self._metrics.interrupted(in_progress_ids, [_cut_metrics(c, received) for c in cuts])
+            clock = played if counted else None
+            metrics = [_cut_metrics(c, received, clock, bound_ms) for c in cuts]
+            self._metrics.interrupted(in_progress_ids, metrics)
         for cut in cuts:
             self._emit(cut)
 
@@ -116,11 +126,22 @@ class Interrupter:
 
 
 def _cut_metrics(
-    cut: ev.AudioInterruptedEvent, received: Mapping[SegmentKey, AudioSegment]
+    cut: ev.AudioInterruptedEvent,
+    received: Mapping[SegmentKey, AudioSegment],
+    clock: Mapping[SegmentKey, int] | None,
+    bound_ms: float | None,
 ) -> InterruptionMetrics:
-    """What an interruption did to one item: heard up to ``played_ms``, the rest dropped."""
-    segment = received.get((cut.item_id, cut.content_index))
+    """What an interruption did to one item: heard up to ``played_ms``, the rest dropped; and
+    how that claim compares with what the playback clock knew (``clock``: samples per segment;
+    ``None``: no clock counted them)."""
+    key = (cut.item_id, cut.content_index)
+    segment = received.get(key)
     received_ms = segment.received_ms if segment is not None else 0
+    clock_ms: float | None = None
+    if clock is not None:
+        samples = clock.get(key, 0)
+        # No segment: no audio arrived, so the clock cannot have played any.
+        clock_ms = samples * 1000 / segment.sample_format.sample_rate_hz if segment else 0.0
     return InterruptionMetrics(
         item_id=cut.item_id,
         content_index=cut.content_index,
@@ -128,4 +149,7 @@ def _cut_metrics(
         played_ms=cut.played_ms,
         received_ms=received_ms,
         dropped_ms=max(0, received_ms - (cut.played_ms or 0)),
+        clock_heard_ms=clock_ms,
+        truncation_error_ms=None if clock_ms is None else (cut.played_ms or 0) - clock_ms,
+        clock_bound_ms=bound_ms,
     )

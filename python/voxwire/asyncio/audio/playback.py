@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Final, Protocol, TypeAlias
 
 import voxwire.asyncio.events as ev
-from voxwire.audio import AudioOutput, ItemPlayback, PlaybackClock, PlaybackSink
+from voxwire.audio import AudioOutput, ItemPlayback, PlaybackClock, PlaybackSink, RemoteOutput
 from voxwire.protocol import server_events as se
 from voxwire.protocol.audio_ledger import SegmentKey
 from voxwire.protocol.config import AudioConfig, AudioFormat, AudioOutputConfig, SessionConfig
@@ -117,6 +117,17 @@ class AudioOutputPath:
     def underruns(self) -> int:
         """How often the output ran dry while a part was playing (for metrics)."""
         return self.output.underruns
+
+
+def heard_bound_ms(path: OutputPath) -> float | None:
+    """How far the listener may be past what ``path``'s clock counts as heard, in ms: for a
+    :class:`~voxwire.audio.RemoteOutput`, its ``heard_bound_samples`` (one chunk, or one
+    acknowledgement's span); ``None`` for a local device or a bare clock (no
+    bound is known: the heard position there is what the device took minus the latency it
+    reports)."""
+    if isinstance(path, AudioOutputPath) and isinstance(path.output, RemoteOutput):
+        return path.output.heard_bound_samples * 1000 / path.output.device_rate_hz
+    return None
 
 
 def output_path(target: AudioOutputTarget | None) -> OutputPath | None:

@@ -137,7 +137,16 @@ class TranscriptionMetrics:
 class InterruptionMetrics:
     """One item cut by an interruption: ``played_ms`` is the truncation point sent (what the
     listener heard; ``None``: nothing was, the item was deleted), ``received_ms`` the audio
-    received of it by then, ``dropped_ms`` the part of that never played."""
+    received of it by then, ``dropped_ms`` the part of that never played.
+
+    How true the claim is: ``clock_heard_ms`` is what the playback clock knew was heard of the
+    item at the cut (exact, from its sample count; ``None`` with no clock: everything received
+    was taken as heard); ``truncation_error_ms`` the claim minus that (a deleted item claims 0):
+    0 to -1 ms from flooring to whole milliseconds, positive never. ``clock_bound_ms`` is how
+    far the listener may be past the clock — they heard between ``clock_heard_ms`` and that much
+    more: one chunk for a :class:`~voxwire.audio.RemoteOutput` acknowledged per chunk (Twilio's
+    marks), one render quantum (128 frames at the page's rate) for the browser page; ``None``
+    when no bound is known (a local device's clock, or samples the application counted)."""
 
     type: Literal["interruption"] = field(default="interruption", init=False)
     item_id: str
@@ -146,6 +155,9 @@ class InterruptionMetrics:
     played_ms: int | None
     received_ms: int
     dropped_ms: int
+    clock_heard_ms: float | None = None
+    truncation_error_ms: float | None = None
+    clock_bound_ms: float | None = None
 
 
 Metrics: TypeAlias = ResponseMetrics | TranscriptionMetrics | InterruptionMetrics
