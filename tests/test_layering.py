@@ -287,7 +287,12 @@ RULES: dict[str, dict[str, set[str]]] = {
     # and web (the live page); the report reads the page's static files as package data.
     "timeline": {
         "voxwire": {"voxwire.timeline", "voxwire._core", "voxwire.protocol"},
-        "voxwire_exact": {"voxwire.asyncio", "voxwire.asyncio.events"},  # the public names
+        # the public names: the session's events and its metrics records (cut_error)
+        "voxwire_exact": {
+            "voxwire.asyncio",
+            "voxwire.asyncio.events",
+            "voxwire.asyncio.observability.metrics",
+        },
         "third_party": set(),
         "no_stdlib": set(),
     },

@@ -52,7 +52,7 @@ from typing import Any
 
 from voxwire._core import ItemPlayback, PlaybackClock
 from voxwire.asyncio import events as ev
-from voxwire.asyncio.observability.records import InterruptionMetrics, Metrics
+from voxwire.asyncio.observability.metrics import InterruptionMetrics, Metrics
 from voxwire.protocol import server_events as se
 
 __all__ = ["Record", "Timeline"]
