@@ -51,7 +51,7 @@ async def converse(question: str, url: str | None, report: Path | None, watch: b
             timeline.note("user_text", text=question)
             async for event in session:
                 timeline.observe(event)
-                if event.type == "response_done" and turn_is_over(session):
+                if event.type == "response_done" and turn_is_over(session, event):
                     break
     if report is not None:
         write_report(report, timeline, title="The front desk and billing")

@@ -67,6 +67,25 @@ def test_handoff_example_hands_over_to_billing_and_its_tool() -> None:
     ]
 
 
+def test_handoff_example_ends_its_turn_on_a_failed_response_and_says_why() -> None:
+    """The server's responses fail (its chat endpoint is unreachable, as with `voxwire serve
+    --chat-url http://127.0.0.1:1/v1`): the example prints the reason and returns, where it
+    used to print ``user: hello`` and wait forever."""
+    from voxwire.server import ChatCompletionsResponder
+
+    async def body() -> str:
+        unreachable = ChatCompletionsResponder("http://127.0.0.1:1/v1", "tiny-1", timeout_s=5)
+        options = {"tts": None, "pacing": FAST, "responder": unreachable}
+        async with RealtimeServer(**options) as server:  # type: ignore[arg-type]
+            return await example("examples/handoff.py", "--url", server.url(), "hello")
+
+    lines = asyncio.run(body()).splitlines()
+    assert lines[0] == "user: hello"
+    assert lines[1].startswith("[response failed] chat endpoint http://127.0.0.1:1/v1/chat/")
+    assert "unreachable" in lines[1]
+    assert len(lines) == 2
+
+
 def test_persistent_agent_goes_on_after_a_restart_from_postgresql(
     request: pytest.FixtureRequest,
 ) -> None:

@@ -244,9 +244,7 @@ class Console:
     def _response_done(event: ev.ResponseDoneEvent) -> tuple[str, str] | None:
         if event.status == "completed":
             return None
-        details = event.status_details
-        reason = getattr(details, "reason", None) if details is not None else None
-        because = f" ({reason})" if reason else ""
+        because = f" ({event.failure})" if event.failure else ""
         return "response", f"{event.response_id} {event.status}{because}"
 
     @staticmethod

@@ -103,9 +103,7 @@ def _resolve(kind: Kind, device: DeviceSpec) -> tuple[int, dict[str, Any]]:
     sd = sounddevice_module()
     available = list_devices(kind)
     listing = ", ".join(f"{i}: {n!r}" for i, n in available) or "none"
-    hint = (
-        "" if available else " (no sound card? see docs/devices.md for ALSA's null device)"
-    )
+    hint = "" if available else " (no sound card? see docs/devices.md for ALSA's null device)"
     if device is None:
         index = int(sd.default.device[0 if kind == "input" else 1])
         if index < 0 or index not in dict(available):
