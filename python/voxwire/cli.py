@@ -227,41 +227,9 @@ def _talk(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     """The offline spoken conversation (voxwire/demo): tool, handoff, barge-in, exact cut."""
-    if args.room is not None or args.aec:
-        # --aec alone asks for the scene where echo cancellation means something: the room.
-        ignored = _not_for_the_room(args)
-        if ignored:
-            print(
-                "voxwire demo: --room (and --aec, which runs the room) is a scene of its own: "
-                f"{' and '.join(ignored)} do not apply to it",
-                file=sys.stderr,
-            )
-            return 2
-        from voxwire.demo.room import run_room
+    from voxwire.demo import command
 
-        for line in run_room(aec=args.aec).lines():
-            print(line)
-        return 0
-
-    from voxwire import demo
-
-    out = args.out if args.out is not None else Path(DEMO_OUT)
-    options = demo.DemoOptions(
-        out, url=args.url, realtime=args.realtime, json=args.json, report=args.report
-    )
-    return demo.main(options)
-
-
-def _not_for_the_room(args: argparse.Namespace) -> list[str]:
-    """The demo's options the room scene would silently ignore."""
-    given = {
-        "--out": args.out is not None,
-        "--url": args.url is not None,
-        "--realtime": args.realtime,
-        "--json": args.json,
-        "--report": args.report is not None,
-    }
-    return [option for option, yes in given.items() if yes]
+    return command.run(args)
 
 
 def _web(args: argparse.Namespace) -> int:
@@ -304,7 +272,8 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dm.add_argument(
         "--out",
         type=_output_file,
-        help=f"WAV of what the speaker played (default: {DEMO_OUT}; checked before the demo runs)",
+        help="WAV of what the speaker played (default: voxwire-demo.wav; checked before the "
+        "demo runs)",
     )
     dm.add_argument(
         "--url",
@@ -544,8 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-#: The default output files (git-ignored in the checkout: .gitignore names them).
-DEMO_OUT = "voxwire-demo.wav"
+#: quickstart's default output (git-ignored in the checkout, as the demo's voxwire-demo.wav).
 QUICKSTART_OUT = "quickstart-reply.wav"
 
 

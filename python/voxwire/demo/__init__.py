@@ -12,7 +12,8 @@ item, floored to ms. A live transcript is printed as it happens, metrics at the 
 
 Modules: :mod:`~voxwire.demo.script` (agents, tool, scenario, the user's lines),
 :mod:`~voxwire.demo.conversation` (the virtual clock and the conversation),
-:mod:`~voxwire.demo.summary` (the metrics at the end).
+:mod:`~voxwire.demo.summary` (the metrics at the end), :mod:`~voxwire.demo.room` (``--room``),
+:mod:`~voxwire.demo.command` (the command line's choice between them).
 """
 
 from __future__ import annotations
