@@ -7,7 +7,7 @@ printed address); ``--report`` writes the file at the end::
 
     python examples/timeline.py --report call.html --watch "I was charged twice for order 42."
 
-    voxwire serve --scenario examples/scenarios/handoff.json --no-audio --port 8765 &
+    voxwire serve --scenario examples/scenarios/handoff.json --no-audio &
     python examples/timeline.py --url ws://127.0.0.1:8765/v1/realtime --report call.html \\
         "I was charged twice for order 42."
 
