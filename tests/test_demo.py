@@ -150,6 +150,42 @@ def test_demo_against_an_external_endpoint(tmp_path: Path) -> None:
     assert next(e for e in events if e["type"] == "summary")["ok"] is True
 
 
+def test_demo_against_a_server_paced_as_voxwire_serve_is(tmp_path: Path) -> None:
+    """`voxwire serve --scenario demo` streams at 4x real time (its default --pace), slower than
+    the demo's virtual clock: the speaker used to outrun billing's reply while the user spoke
+    (a 2,700 ms underrun), so the cut dropped nothing and the check printed "speaker played
+    None samples (not checked)". The clock waits for audio still streaming: no underrun, and
+    the cut is checked and exact."""
+    from voxwire.cli import build_parser
+    from voxwire.server import Pacing, RealtimeServer
+
+    serve = build_parser().parse_args(["serve", "--scenario", "demo"])
+    out = tmp_path / "demo.wav"
+
+    async def run() -> tuple[int, str, str]:
+        pacing = Pacing(audio_pace=serve.pace, text_tokens_per_s=serve.text_rate)
+        async with RealtimeServer(scenario=SCENARIO, pacing=pacing) as server:
+            child = await asyncio.create_subprocess_exec(
+                *(sys.executable, "-m", "voxwire.cli", "demo", "--json", "--out", str(out)),
+                *("--url", server.url("gpt-realtime")),
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            stdout, stderr = await asyncio.wait_for(child.communicate(), 120)
+            assert child.returncode is not None
+            return child.returncode, stdout.decode(), stderr.decode()
+
+    code, stdout, stderr = asyncio.run(run())
+    assert code == 0, stdout + stderr
+    events = records(stdout)
+    (cut,) = [e for e in events if e["type"] == "audio_interrupted"]
+    assert cut["check"]["equals_audio_end_ms"] is True
+    summary = next(e for e in events if e["type"] == "summary")
+    assert [c["speaker_samples"] is not None for c in summary["cuts"]] == [True]
+    assert summary["underruns"] == 0
+    assert summary["ok"] is True
+
+
 def test_demo_reports_an_endpoint_that_does_not_answer(tmp_path: Path) -> None:
     p = demo("--out", str(tmp_path / "x.wav"), "--url", "ws://127.0.0.1:9/v1/realtime")
     assert p.returncode == 2

@@ -8,8 +8,10 @@ output therefore advance together on one simulated clock, the speaker's sample c
 By default ticks run as fast as the machine allows, and the clock only moves while there is
 something to hear or say: while the server is still working on a reply (nothing playable yet),
 the driver waits in real time without ticking, so network and server time never turn into
-underruns or silence in the recording. With ``realtime=True`` a tick is due every 20 ms of
-wall-clock time and the clock never stops, as in a real conversation.
+underruns or silence in the recording; and no tick plays past the audio received of a response
+still streaming (a server pacing its audio, such as ``voxwire serve`` at 4x real time, would be
+outrun while the user speaks). With ``realtime=True`` a tick is due every 20 ms of wall-clock
+time and the clock never stops, as in a real conversation.
 
 An interruption empties the output's ring (``ring.dropped_samples`` grows). The driver looks
 for that before every tick, so it knows the exact speaker position of every cut — which lets
@@ -113,6 +115,7 @@ class Conversation:
 
     async def tick(self, frames: list[bytes] | None = None) -> None:
         """Send ``frames`` (default: 20 ms of silence) and play one period."""
+        await self._audio_due()
         self.observe_cut()
         if frames is None:
             frames = self._silence_input.process(self._silence)
@@ -125,6 +128,23 @@ class Conversation:
             await asyncio.sleep(max(0.0, due - time.monotonic()))
         else:
             await asyncio.sleep(0)  # let the session and the server take what was sent
+
+    async def _audio_due(self) -> None:
+        """On the virtual clock, the speaker does not play past what has arrived of a response
+        still streaming: while the user speaks over it, a server that streams at its own pace
+        (``voxwire serve`` at 4x real time, the hosted service) would otherwise be outrun by
+        the clock, and its time would become an underrun. Real time: the clock never waits."""
+        if self.realtime:
+            return
+        deadline = time.monotonic() + _ANSWER_TIMEOUT_S
+        while (
+            self.session.protocol.responses_in_progress
+            and self.output.ring.readable_samples < self.speaker.period_samples
+        ):
+            if self.seen.closed is not None or time.monotonic() > deadline:
+                return  # the callers' own waits say what went wrong
+            self.observe_cut()
+            await asyncio.sleep(0.002)
 
     async def idle(self) -> None:
         """Nothing to play yet, the server is working: wait (real time) or, paced, tick."""
@@ -278,8 +298,13 @@ class Conversation:
         """The samples the speaker played of the cut item — from its first heard sample to the
         cut — against the ``audio_end_ms`` the session sent."""
         cut = self.observe_cut()
+        if cut is None or any(cut is earlier for _, earlier, _ in self.seen.cuts):
+            # Nothing was dropped: all the item's audio received had been played (the server
+            # had sent no more yet). The speaker is where the cut found it.
+            cut = Cut(self.speaker.played_samples, 0)
         first = self.first_heard_sample(event.item_id, event.content_index)
-        heard = None if cut is None or first is None else max(0, cut.at_sample - first)
+        received = self.session.protocol.audio_received_samples(event.item_id)
+        heard = None if first is None else min(received, max(0, cut.at_sample - first))
         self.seen.cuts.append((event, cut, heard))
         if event.item_id not in self.seen.audio_items:
             self.seen.audio_items.append(event.item_id)
