@@ -120,15 +120,12 @@ def test_demo_prints_a_readable_transcript(tmp_path: Path) -> None:
     assert_cut_is_what_was_heard(out, int(first), int(cut))
 
 
-def test_demo_against_an_external_endpoint(tmp_path: Path) -> None:
-    """--url: the same conversation against a server this test runs (as `voxwire serve
-    --scenario` would), not one started in-process."""
-    from voxwire.server import Pacing, RealtimeServer
-
-    out = tmp_path / "demo.wav"
+def demo_against(pacing: Any, out: Path) -> tuple[int, str, str]:
+    """``voxwire demo --json --url`` against a local server this test runs with ``pacing`` (as
+    `voxwire serve --scenario demo` would); (status, stdout, stderr)."""
+    from voxwire.server import RealtimeServer
 
     async def run() -> tuple[int, str, str]:
-        pacing = Pacing(audio_pace=0, text_tokens_per_s=0)
         async with RealtimeServer(scenario=SCENARIO, pacing=pacing) as server:
             child = await asyncio.create_subprocess_exec(
                 *(sys.executable, "-m", "voxwire.cli", "demo", "--json", "--out", str(out)),
@@ -141,7 +138,16 @@ def test_demo_against_an_external_endpoint(tmp_path: Path) -> None:
             assert len(server.connections) == 0  # the demo's connection came and went
             return child.returncode, stdout.decode(), stderr.decode()
 
-    code, stdout, stderr = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def test_demo_against_an_external_endpoint(tmp_path: Path) -> None:
+    """--url: the same conversation against a server this test runs (as `voxwire serve
+    --scenario` would), not one started in-process."""
+    from voxwire.server import Pacing
+
+    pacing = Pacing(audio_pace=0, text_tokens_per_s=0)
+    code, stdout, stderr = demo_against(pacing, tmp_path / "demo.wav")
     assert code == 0, stdout + stderr
     events = records(stdout)
     assert events[0]["url"].startswith("ws://127.0.0.1:")
@@ -157,25 +163,11 @@ def test_demo_against_a_server_paced_as_voxwire_serve_is(tmp_path: Path) -> None
     None samples (not checked)". The clock waits for audio still streaming: no underrun, and
     the cut is checked and exact."""
     from voxwire.cli import build_parser
-    from voxwire.server import Pacing, RealtimeServer
+    from voxwire.server import Pacing
 
     serve = build_parser().parse_args(["serve", "--scenario", "demo"])
-    out = tmp_path / "demo.wav"
-
-    async def run() -> tuple[int, str, str]:
-        pacing = Pacing(audio_pace=serve.pace, text_tokens_per_s=serve.text_rate)
-        async with RealtimeServer(scenario=SCENARIO, pacing=pacing) as server:
-            child = await asyncio.create_subprocess_exec(
-                *(sys.executable, "-m", "voxwire.cli", "demo", "--json", "--out", str(out)),
-                *("--url", server.url("gpt-realtime")),
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-            )
-            stdout, stderr = await asyncio.wait_for(child.communicate(), 120)
-            assert child.returncode is not None
-            return child.returncode, stdout.decode(), stderr.decode()
-
-    code, stdout, stderr = asyncio.run(run())
+    pacing = Pacing(audio_pace=serve.pace, text_tokens_per_s=serve.text_rate)
+    code, stdout, stderr = demo_against(pacing, tmp_path / "demo.wav")
     assert code == 0, stdout + stderr
     events = records(stdout)
     (cut,) = [e for e in events if e["type"] == "audio_interrupted"]
