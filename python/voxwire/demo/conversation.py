@@ -94,6 +94,7 @@ class Conversation:
         self._silence_input = AudioInput(speaker.rate_hz)
         self._dropped = self.output.ring.dropped_samples
         self._last_cut: Cut | None = None
+        self._truncated_at: dict[tuple[str, int], int] = {}  # item part -> speaker position
         self._started = time.monotonic()
         self.observe: Callable[[ev.SessionEvent], None] | None = None
         """Called with every event first (``voxwire demo --report``: the timeline)."""
@@ -111,6 +112,16 @@ class Conversation:
         if dropped != self._dropped:
             self._last_cut = Cut(self.speaker.played_samples, dropped - self._dropped)
             self._dropped = dropped
+        # A cut that found the ring empty drops nothing: the truncation the session sent (the
+        # ledger keeps it once confirmed) marks it instead.
+        protocol = self.session.protocol
+        pending = {(t.item_id, t.content_index) for t in protocol.unacknowledged_item_truncates}
+        for segment in protocol.audio.segments():
+            key = segment.key
+            if key not in self._truncated_at and (
+                key in pending or segment.truncated_at_ms is not None
+            ):
+                self._truncated_at[key] = self.speaker.played_samples
         return self._last_cut
 
     async def tick(self, frames: list[bytes] | None = None) -> None:
@@ -299,12 +310,12 @@ class Conversation:
         cut — against the ``audio_end_ms`` the session sent."""
         cut = self.observe_cut()
         if cut is None or any(cut is earlier for _, earlier, _ in self.seen.cuts):
-            # Nothing was dropped: all the item's audio received had been played (the server
-            # had sent no more yet). The speaker is where the cut found it.
-            cut = Cut(self.speaker.played_samples, 0)
+            # Nothing was dropped (the ring was empty: the server had sent no more yet): the
+            # speaker's position when the truncation was sent.
+            at = self._truncated_at.get((event.item_id, event.content_index))
+            cut = None if at is None else Cut(at, 0)
         first = self.first_heard_sample(event.item_id, event.content_index)
-        received = self.session.protocol.audio_received_samples(event.item_id)
-        heard = None if first is None else min(received, max(0, cut.at_sample - first))
+        heard = None if cut is None or first is None else max(0, cut.at_sample - first)
         self.seen.cuts.append((event, cut, heard))
         if event.item_id not in self.seen.audio_items:
             self.seen.audio_items.append(event.item_id)
