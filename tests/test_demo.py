@@ -91,9 +91,30 @@ CUT_LINE = re.compile(
 )
 
 
+def test_demo_transcript_is_in_time_order_with_a_plain_cut_line(tmp_path: Path) -> None:
+    """An agent line is stamped with when its speech started, not when its transcript was
+    complete: billing's reply (heard from about 12 s) used to show at 15.3 s, after the user's
+    15.1 s line that cut it. Lines come in time order. The cut's check reads as a sentence;
+    its sample positions are for --verbose."""
+    p = demo("--out", str(tmp_path / "demo.wav"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    stamps = [float(line.split("s  ", 1)[0]) for line in lines]
+    assert stamps == sorted(stamps), p.stdout
+    billing = next(i for i, line in enumerate(lines) if 'agent:Billing "Billing desk' in line)
+    cutting = next(i for i, line in enumerate(lines) if 'says "Sorry, how long' in line)
+    assert billing < cutting
+    # Billing began after the concierge's 6.5 s reply, seconds before the user cut it.
+    assert stamps[cutting] - stamps[billing] > 2.0, p.stdout
+    (cut,) = [line for line in lines if "  cut  " in line]
+    assert "checked: the speaker played exactly" in cut
+    assert "samples" not in cut
+    assert ".." not in cut
+
+
 def test_demo_prints_a_readable_transcript(tmp_path: Path) -> None:
     out = tmp_path / "demo.wav"
-    p = demo("--out", str(out))
+    p = demo("--out", str(out), "--verbose")
     assert p.returncode == 0, p.stdout + p.stderr
     text = p.stdout
     assert 'user      says "Hi! My order forty two' in text

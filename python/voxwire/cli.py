@@ -288,6 +288,11 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     dm.add_argument("--json", action="store_true", help="print the events as JSON lines")
     dm.add_argument(
+        "--verbose",
+        action="store_true",
+        help="the cut's truncation check with its sample positions on the speaker",
+    )
+    dm.add_argument(
         "--report",
         metavar="HTML",
         type=_output_file,

@@ -35,7 +35,12 @@ def run(args: argparse.Namespace) -> int:
 
     out = args.out if args.out is not None else Path(DEFAULT_OUT)
     options = demo.DemoOptions(
-        out, url=args.url, realtime=args.realtime, json=args.json, report=args.report
+        out,
+        url=args.url,
+        realtime=args.realtime,
+        json=args.json,
+        report=args.report,
+        verbose=args.verbose,
     )
     return demo.main(options)
 
@@ -48,5 +53,6 @@ def not_for_the_room(args: argparse.Namespace) -> list[str]:
         "--realtime": args.realtime,
         "--json": args.json,
         "--report": args.report is not None,
+        "--verbose": args.verbose,
     }
     return [option for option, yes in given.items() if yes]

@@ -81,8 +81,11 @@ class Conversation:
         *,
         realtime: bool = False,
         silence_ms: int = 500,
+        verbose: bool = False,
     ) -> None:
         self.session = session
+        self.verbose = verbose
+        """Print the truncation check's sample positions (``voxwire demo --verbose``)."""
         self.speaker = speaker
         self.output = speaker.output
         self.console = console
@@ -328,6 +331,8 @@ class Conversation:
             f"({heard * 1000 / self.rate_hz:.3f} ms, floored {floored} ms "
             + ("= audio_end_ms)" if equal else "!= audio_end_ms: MISMATCH)")
         )
+        if equal and not self.verbose:  # the samples are for developers (--verbose)
+            text = f"checked: the speaker played exactly {floored} ms of it"
         fields = {
             "speaker_first_sample": first,
             "speaker_cut_sample": cut.at_sample,
