@@ -187,21 +187,23 @@ async def run_turn(
 async def together(
     speak: Coroutine[Any, Any, None],
     follow: Coroutine[Any, Any, None],
-    heard: asyncio.Event,
+    heard: asyncio.Event | None = None,
     source: str = "in the user's turn",
 ) -> None:
     """Stream the user's speech while following the turn, until the turn is followed to its
     end. A failure of the speaking side is raised here, not left in its task (where the turn
     would wait for speech that never comes). Every wait is bounded: once all speech is sent,
-    the server's VAD has :data:`HEARD_TIMEOUT_S` to hear it (``heard``), and then the response
-    :data:`ANSWER_TIMEOUT_S` to end; :class:`TurnError` says which did not come."""
+    the server's VAD has :data:`HEARD_TIMEOUT_S` to hear it (``heard``, when given), and then
+    the response :data:`ANSWER_TIMEOUT_S` to end; :class:`TurnError` says which did not come."""
     speaker = asyncio.create_task(speak)
     follower = asyncio.create_task(follow)
     try:
         done, _ = await asyncio.wait({speaker, follower}, return_when=asyncio.FIRST_COMPLETED)
         if speaker in done:
             speaker.result()  # raises what the speaking side failed with
-            await _bounded(follower, heard.wait(), HEARD_TIMEOUT_S, f"no speech heard {source}")
+            if heard is not None:
+                no_speech = f"no speech heard {source}"
+                await _bounded(follower, heard.wait(), HEARD_TIMEOUT_S, no_speech)
             await _bounded(
                 follower,
                 asyncio.shield(follower),
