@@ -92,8 +92,11 @@ async def turn(
                     show(f"tool {event.name} -> {event.output}")
                 elif event.type == "assistant_transcript_done":
                     show(f"agent: {event.transcript}")
-                elif event.type == "response_done" and answered(session):
-                    break
+                elif event.type == "response_done":
+                    if event.failure is not None:
+                        show(f"[response {event.status}] {event.failure}")
+                    if event.status != "completed" or answered(session):
+                        break  # a response that did not complete ends the turn too
     finally:
         await store.close()
     return lines

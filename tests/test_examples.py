@@ -162,6 +162,35 @@ def test_persistent_agent_goes_on_after_a_restart_from_postgresql(
     ]
 
 
+def test_persistent_agent_ends_its_turn_on_a_failed_response(
+    request: pytest.FixtureRequest,
+) -> None:
+    """As the handoff example: a failed response ends the turn with its reason (the example
+    used to wait forever for an answer that never comes)."""
+    from voxwire.server import ChatCompletionsResponder
+
+    reason = _why_no_postgres()
+    if reason is not None:
+        pytest.skip(reason)
+    conninfo: str = request.getfixturevalue("pg_cluster")
+    schema = f"example_{uuid.uuid4().hex[:8]}"
+
+    async def body() -> str:
+        unreachable = ChatCompletionsResponder("http://127.0.0.1:1/v1", "tiny-1", timeout_s=5)
+        options = {"tts": None, "pacing": FAST, "responder": unreachable}
+        async with RealtimeServer(**options) as server:  # type: ignore[arg-type]
+            return await example(
+                "examples/persistent_agent.py",
+                *("--store", conninfo, "--schema", schema, "--conversation", "call-9"),
+                *("--url", server.url(), "hello"),
+            )
+
+    lines = asyncio.run(body()).splitlines()
+    assert lines[0] == "user: hello"
+    assert lines[1].startswith("[response failed] chat endpoint http://127.0.0.1:1/v1/chat/")
+    assert len(lines) == 2
+
+
 def spoken(*parts: str | float) -> np.ndarray[Any, np.dtype[np.int16]]:
     """24 kHz PCM16: each text spoken by the local server's voice, each number seconds of
     silence."""
