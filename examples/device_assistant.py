@@ -8,7 +8,7 @@ speaker had played. Ctrl-C ends it.
     pip install "voxwire[devices]"                 # and: apt install libportaudio2
     python examples/device_assistant.py            # the hosted service (OPENAI_API_KEY)
 
-    voxwire serve --port 8765 &                    # offline: the local server's voice and VAD
+    voxwire serve &                                # offline: the local server's voice and VAD
     python examples/device_assistant.py --url ws://127.0.0.1:8765/v1/realtime
 
 ``assist()`` takes any microphone and speaker: the tests run it with a WAV file as the
@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import time
 from collections.abc import Callable
 
 from voxwire.agents import RealtimeAgent, function_tool
 from voxwire.asyncio import RealtimeSession, SessionEvent
 from voxwire.audio import MemoryOutput, SoundDeviceInput, SoundDeviceOutput, WavFileInput
+from voxwire.exceptions import VoxwireError
 
 
 @function_tool
@@ -103,14 +105,23 @@ def main() -> None:
     parser.add_argument("--input", help="microphone: index, name or part of a name")
     parser.add_argument("--output", help="speaker: index, name or part of a name")
     args = parser.parse_args()
+    if args.url is None and not os.environ.get("OPENAI_API_KEY"):
+        # Said before the devices open: it is the first thing to fix.
+        parser.exit(
+            2,
+            f"{parser.prog}: the hosted service needs OPENAI_API_KEY; or run offline: "
+            "voxwire serve & and --url ws://127.0.0.1:8765/v1/realtime\n",
+        )
 
     def device(spec: str | None) -> int | str | None:
         return int(spec) if spec is not None and spec.isdigit() else spec
 
-    microphone = SoundDeviceInput(device(args.input))
-    speaker = SoundDeviceOutput(device(args.output))
     try:
+        microphone = SoundDeviceInput(device(args.input))
+        speaker = SoundDeviceOutput(device(args.output))
         asyncio.run(assist(microphone, speaker, url=args.url))
+    except VoxwireError as exc:  # no device, no connection: what is wrong, in one line
+        parser.exit(1, f"{parser.prog}: {exc}\n")
     except KeyboardInterrupt:
         print("bye")
 

@@ -5,13 +5,14 @@ with the local server and this example's scenario (text answers)::
 
     python examples/handoff.py "I was charged twice for order 42."
 
-    voxwire serve --scenario examples/scenarios/handoff.json --no-audio --port 8765 &
+    voxwire serve --scenario examples/scenarios/handoff.json --no-audio &
     python examples/handoff.py --url ws://127.0.0.1:8765/v1/realtime "I was charged twice."
 
 What it shows: two ``RealtimeAgent`` s, ``handoffs=[billing]`` (the front desk gets a
 ``transfer_to_billing`` tool; the session switches agent when the model calls it), a function
 tool on the second agent, and the events an application sees: ``handoff``, ``tool_end``, the
-transcript of each agent; the turn is over when a response ends with a message, not a call.
+transcript of each agent; the turn is over when a response ends with a message, not a call, or
+does not complete (a failed response prints the server's reason).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import argparse
 import asyncio
 
 from voxwire.agents import RealtimeAgent, function_tool
-from voxwire.asyncio import HistoryMessage, RealtimeSession
+from voxwire.asyncio import HistoryMessage, RealtimeSession, ResponseDoneEvent
 
 
 @function_tool
@@ -73,14 +74,19 @@ async def ask(question: str, url: str | None = None) -> list[str]:
                 show(f"[tool] {event.name} -> {event.output}")
             elif event.type == "assistant_transcript_done":
                 show(f"{speaking}: {event.transcript}")
-            elif event.type == "response_done" and turn_is_over(session):
-                break
+            elif event.type == "response_done":
+                if event.failure is not None:
+                    show(f"[response {event.status}] {event.failure}")
+                if turn_is_over(session, event):
+                    break
     return lines
 
 
-def turn_is_over(session: RealtimeSession) -> bool:
-    """A response ended with an assistant message, not a tool call (a handoff is one): nothing
-    follows it until the user speaks again."""
+def turn_is_over(session: RealtimeSession, done: ResponseDoneEvent) -> bool:
+    """A response ended with an assistant message, not a tool call (a handoff is one) — or did
+    not complete (failed, cancelled): nothing follows it until the user speaks again."""
+    if done.status != "completed":
+        return True
     last = session.history[-1] if session.history else None
     return isinstance(last, HistoryMessage) and last.role == "assistant"
 

@@ -11,7 +11,7 @@ many machines, can serve conversations from one database — one at a time per c
     python examples/persistent_agent.py --conversation call-1 "Where is my order 42?"
     python examples/persistent_agent.py --conversation call-1 "Thank you!"
 
-Offline: ``voxwire serve --scenario examples/scenarios/orders.json --no-audio --port 8765`` and
+Offline: ``voxwire serve --scenario examples/scenarios/orders.json --no-audio`` and
 ``--url ws://127.0.0.1:8765/v1/realtime`` (restart the server between runs: the conversation
 still goes on, from the database).
 """
@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 
 from voxwire.agents import RealtimeAgent, function_tool
 from voxwire.asyncio import HistoryFunctionCall, HistoryMessage, RealtimeSession
-from voxwire.exceptions import ConversationNotFound
+from voxwire.exceptions import ConversationNotFound, VoxwireError
 from voxwire.store import ConversationStore, PostgresStore
 
 
@@ -74,7 +75,8 @@ async def turn(
         print(text, flush=True)
         lines.append(text)
 
-    store = await PostgresStore.open(conninfo, schema=schema)
+    # A database that does not answer is reported after 5 s (the pool's default waits 30).
+    store = await PostgresStore.open(conninfo, schema=schema, timeout_s=5.0)
     try:
         session = await open_session(store, conversation_id, url)
         async with session:
@@ -90,8 +92,11 @@ async def turn(
                     show(f"tool {event.name} -> {event.output}")
                 elif event.type == "assistant_transcript_done":
                     show(f"agent: {event.transcript}")
-                elif event.type == "response_done" and answered(session):
-                    break
+                elif event.type == "response_done":
+                    if event.failure is not None:
+                        show(f"[response {event.status}] {event.failure}")
+                    if event.status != "completed" or answered(session):
+                        break  # a response that did not complete ends the turn too
     finally:
         await store.close()
     return lines
@@ -115,7 +120,21 @@ def main() -> None:
     parser.add_argument("--schema", default="voxwire", help="the store's schema in the database")
     parser.add_argument("--url", help="a Realtime endpoint (default: the hosted service)")
     args = parser.parse_args()
-    asyncio.run(turn(args.store, args.conversation, args.line, url=args.url, schema=args.schema))
+    if not args.store and not any(os.environ.get(v) for v in ("PGHOST", "PGSERVICE")):
+        # Said at once, not after a refused connection to the default socket times out.
+        parser.exit(
+            2,
+            f"{parser.prog}: no database: set VOXWIRE_STORE (or --store) to a libpq conninfo, "
+            "e.g. postgresql://agent@db:5432/voice\n",
+        )
+    # The pool logs each failed attempt; the one line below says what matters.
+    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
+    try:
+        asyncio.run(
+            turn(args.store, args.conversation, args.line, url=args.url, schema=args.schema)
+        )
+    except VoxwireError as exc:  # the store or the endpoint: what is wrong, in one line
+        parser.exit(1, f"{parser.prog}: {exc}\n")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ with the local server and this example's scenario::
 
     python examples/phone_agent.py --port 8080 --public-url https://phone.example.com
 
-    voxwire serve --scenario examples/scenarios/phone.json --port 8765 &
+    voxwire serve --scenario examples/scenarios/phone.json &
     python examples/phone_agent.py --url ws://127.0.0.1:8765/v1/realtime --port 8080
 
 Point the Twilio number's voice webhook ("A call comes in") at ``PUBLIC_URL/twiml`` (a tunnel or

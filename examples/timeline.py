@@ -7,7 +7,7 @@ printed address); ``--report`` writes the file at the end::
 
     python examples/timeline.py --report call.html --watch "I was charged twice for order 42."
 
-    voxwire serve --scenario examples/scenarios/handoff.json --no-audio --port 8765 &
+    voxwire serve --scenario examples/scenarios/handoff.json --no-audio &
     python examples/timeline.py --url ws://127.0.0.1:8765/v1/realtime --report call.html \\
         "I was charged twice for order 42."
 
@@ -51,7 +51,7 @@ async def converse(question: str, url: str | None, report: Path | None, watch: b
             timeline.note("user_text", text=question)
             async for event in session:
                 timeline.observe(event)
-                if event.type == "response_done" and turn_is_over(session):
+                if event.type == "response_done" and turn_is_over(session, event):
                     break
     if report is not None:
         write_report(report, timeline, title="The front desk and billing")

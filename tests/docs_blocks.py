@@ -17,6 +17,8 @@ marker, a comment the reader sees too:
 * ``# needs: PostgreSQL (VOXWIRE_STORE)`` — a PostgreSQL conninfo in ``VOXWIRE_STORE``; the
   tests give it a throwaway cluster's (skipped, with the reason, where the server binaries or
   psycopg are missing).
+* ``# needs: pip install PACKAGE`` — a package that no user extra of voxwire installs (checked:
+  tests/test_docs.py reads the imports of every block against pyproject.toml's extras).
 
 Several needs go on one line, separated by commas.
 """
@@ -42,6 +44,10 @@ BLOCK_TIMEOUT_S = 30.0
 HOSTED = "OPENAI_API_KEY"
 SOUND_CARD = "a sound card"
 POSTGRES = "PostgreSQL (VOXWIRE_STORE)"
+#: ``# needs: pip install PACKAGE`` — a package no user extra of voxwire installs (the official
+#: ``openai`` client, an ASGI server): the reader is told to install it; the tests run the block
+#: where it is installed (the dev extra) and skip it, with the reason, elsewhere.
+PIP_INSTALL = "pip install "
 KNOWN_NEEDS = (HOSTED, SOUND_CARD, POSTGRES)
 
 _FENCE = re.compile(r"^(`{3,})(\w*)\s*$")

@@ -71,3 +71,37 @@ def test_bench_prints_the_audio_path_table() -> None:
     ):
         (line,) = [line for line in lines if line.startswith(what)]
         assert float(line[48:57]) > 0  # a measured time, in µs
+
+
+def test_output_paths_are_checked_before_anything_runs(tmp_path: Path) -> None:
+    """``demo --report``, ``demo --out`` and ``quickstart --out`` into a folder that does not
+    exist (or onto a folder): a usage error at once, before any session — not after the whole
+    conversation ran."""
+    missing = tmp_path / "missing"
+    cases = [
+        ("demo", "--report", str(missing / "r.html")),
+        ("demo", "--out", str(missing / "x.wav")),
+        ("quickstart", "--out", str(missing / "x.wav")),
+        ("quickstart", "--out", str(tmp_path)),
+    ]
+    for command, option, path in cases:
+        p = voxwire(command, option, path)
+        assert p.returncode == 2, (command, option, p.stdout, p.stderr)
+        assert p.stdout == ""  # nothing ran
+        last = p.stderr.splitlines()[-1]
+        assert last.startswith(f"voxwire {command}: error: argument {option}: {path}")
+        assert "no folder" in last or "is a folder" in last
+
+
+def test_demo_aec_runs_the_room_and_the_room_rejects_what_it_would_ignore() -> None:
+    """``--aec`` alone used to be ignored (the plain demo ran, with no echo to cancel): it runs
+    the speakerphone room with the canceller on. The room does not take --json, --url, --out,
+    --report or --realtime (it used to ignore them): exit 2 naming them."""
+    p = voxwire("demo", "--aec", "--json", "--report", "r.html")
+    assert p.returncode == 2
+    assert p.stdout == ""
+    assert "--json and --report do not apply to it" in p.stderr
+    p = voxwire("demo", "--aec")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.startswith("speakerphone room (")
+    assert "echo cancellation on (the 'after' picture)" in p.stdout.splitlines()[0]

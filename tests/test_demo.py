@@ -99,9 +99,30 @@ CUT_LINE = re.compile(
 )
 
 
+def test_demo_transcript_is_in_time_order_with_a_plain_cut_line(tmp_path: Path) -> None:
+    """An agent line is stamped with when its speech started, not when its transcript was
+    complete: billing's reply (heard from about 12 s) used to show at 15.3 s, after the user's
+    15.1 s line that cut it. Lines come in time order. The cut's check reads as a sentence;
+    its sample positions are for --verbose."""
+    p = demo("--out", str(tmp_path / "demo.wav"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    stamps = [float(line.split("s  ", 1)[0]) for line in lines]
+    assert stamps == sorted(stamps), p.stdout
+    billing = next(i for i, line in enumerate(lines) if 'agent:Billing "Billing desk' in line)
+    cutting = next(i for i, line in enumerate(lines) if 'says "Sorry, how long' in line)
+    assert billing < cutting
+    # Billing began after the concierge's 6.5 s reply, seconds before the user cut it.
+    assert stamps[cutting] - stamps[billing] > 2.0, p.stdout
+    (cut,) = [line for line in lines if "  cut  " in line]
+    assert "checked: the speaker played exactly" in cut
+    assert "samples" not in cut
+    assert ".." not in cut
+
+
 def test_demo_prints_a_readable_transcript(tmp_path: Path) -> None:
     out = tmp_path / "demo.wav"
-    p = demo("--out", str(out))
+    p = demo("--out", str(out), "--verbose")
     assert p.returncode == 0, p.stdout + p.stderr
     text = p.stdout
     assert 'user      says "Hi! My order forty two' in text
@@ -129,15 +150,12 @@ def test_demo_prints_a_readable_transcript(tmp_path: Path) -> None:
     assert_cut_is_what_was_heard(out, int(first), int(cut))
 
 
-def test_demo_against_an_external_endpoint(tmp_path: Path) -> None:
-    """--url: the same conversation against a server this test runs (as `voxwire serve
-    --scenario` would), not one started in-process."""
-    from voxwire.server import Pacing, RealtimeServer
-
-    out = tmp_path / "demo.wav"
+def demo_against(pacing: Any, out: Path) -> tuple[int, str, str]:
+    """``voxwire demo --json --url`` against a local server this test runs with ``pacing`` (as
+    `voxwire serve --scenario demo` would); (status, stdout, stderr)."""
+    from voxwire.server import RealtimeServer
 
     async def run() -> tuple[int, str, str]:
-        pacing = Pacing(audio_pace=0, text_tokens_per_s=0)
         async with RealtimeServer(scenario=SCENARIO, pacing=pacing) as server:
             child = await asyncio.create_subprocess_exec(
                 *(sys.executable, "-m", "voxwire.cli", "demo", "--json", "--out", str(out)),
@@ -150,13 +168,44 @@ def test_demo_against_an_external_endpoint(tmp_path: Path) -> None:
             assert len(server.connections) == 0  # the demo's connection came and went
             return child.returncode, stdout.decode(), stderr.decode()
 
-    code, stdout, stderr = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def test_demo_against_an_external_endpoint(tmp_path: Path) -> None:
+    """--url: the same conversation against a server this test runs (as `voxwire serve
+    --scenario` would), not one started in-process."""
+    from voxwire.server import Pacing
+
+    pacing = Pacing(audio_pace=0, text_tokens_per_s=0)
+    code, stdout, stderr = demo_against(pacing, tmp_path / "demo.wav")
     assert code == 0, stdout + stderr
     events = records(stdout)
     assert events[0]["url"].startswith("ws://127.0.0.1:")
     (cut,) = [e for e in events if e["type"] == "audio_interrupted"]
     assert cut["check"]["equals_audio_end_ms"] is True
     assert next(e for e in events if e["type"] == "summary")["ok"] is True
+
+
+def test_demo_against_a_server_paced_as_voxwire_serve_is(tmp_path: Path) -> None:
+    """`voxwire serve --scenario demo` streams at 4x real time (its default --pace), slower than
+    the demo's virtual clock: the speaker used to outrun billing's reply while the user spoke
+    (a 2,700 ms underrun), so the cut dropped nothing and the check printed "speaker played
+    None samples (not checked)". The clock waits for audio still streaming: no underrun, and
+    the cut is checked and exact."""
+    from voxwire.cli import build_parser
+    from voxwire.server import Pacing
+
+    serve = build_parser().parse_args(["serve", "--scenario", "demo"])
+    pacing = Pacing(audio_pace=serve.pace, text_tokens_per_s=serve.text_rate)
+    code, stdout, stderr = demo_against(pacing, tmp_path / "demo.wav")
+    assert code == 0, stdout + stderr
+    events = records(stdout)
+    (cut,) = [e for e in events if e["type"] == "audio_interrupted"]
+    assert cut["check"]["equals_audio_end_ms"] is True
+    summary = next(e for e in events if e["type"] == "summary")
+    assert [c["speaker_samples"] is not None for c in summary["cuts"]] == [True]
+    assert summary["underruns"] == 0
+    assert summary["ok"] is True
 
 
 def test_demo_reports_an_endpoint_that_does_not_answer(tmp_path: Path) -> None:

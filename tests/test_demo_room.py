@@ -7,6 +7,9 @@ import pytest
 
 pytest.importorskip("voxwire.server.engines.tts")
 
+import re
+from pathlib import Path
+
 from voxwire.demo.room import RoomReport, run_room
 
 
@@ -52,3 +55,14 @@ def test_without_it_the_agent_cuts_itself_off() -> None:
     assert len(report.cuts) >= 1  # its own echo, confirmed by the server's VAD as speech
     assert report.replies > 4  # and it answered its own echo
     assert report.cut_exact is True  # whatever the echo made it do, a cut is at the pause point
+    # It says it is the 'before' picture, and where it stopped; docs/audio-io.md says the same
+    # number (it once said 8 where the run printed 9).
+    lines = report.lines()
+    assert "echo cancellation off (the 'before' picture)" in lines[0]
+    assert "add --aec to see the difference" in lines[1]
+    assert report.stopped
+    stop = f"  stopped after {report.replies} replies: the agent kept answering its own echo"
+    assert any(line.startswith(stop) for line in lines), lines
+    assert f"  agent replies: {report.replies}, cut: {len(report.cuts)}" in lines
+    docs = (Path(__file__).parents[1] / "docs" / "audio-io.md").read_text()
+    assert re.search(rf"stops it after\s+{report.replies}\s+replies", docs)

@@ -18,6 +18,7 @@ from tests.docs_blocks import (
     BLOCK_TIMEOUT_S,
     HOSTED,
     KNOWN_NEEDS,
+    PIP_INSTALL,
     POSTGRES,
     ROOT,
     SOUND_CARD,
@@ -37,8 +38,13 @@ RUNNABLE = [b for b in BLOCKS if b.fragment is None]
 def test_block_runs(
     block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
-    unknown = [need for need in block.needs if need not in KNOWN_NEEDS]
+    unknown = [
+        need for need in block.needs if need not in KNOWN_NEEDS and not need.startswith(PIP_INSTALL)
+    ]
     assert not unknown, f"{block.id}: unknown '# needs:' {unknown}; known: {KNOWN_NEEDS}"
+    for need in block.needs:
+        if need.startswith(PIP_INSTALL):
+            pytest.importorskip(_import_name(need.removeprefix(PIP_INSTALL)))
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     if POSTGRES in block.needs:
@@ -67,6 +73,51 @@ def run_with_null_sound_card(block: Block, home: Path) -> None:
         check=False,
     )
     assert child.returncode == 0, child.stdout + child.stderr
+
+
+def _import_name(requirement: str) -> str:
+    """The module a distribution is imported as: ``psycopg[binary]>=3.2`` -> ``psycopg``."""
+    name = re.split(r"[\[<>=!~; ]", requirement.strip(), maxsplit=1)[0]
+    return {"webrtcvad-wheels": "webrtcvad"}.get(name, name).replace("-", "_").lower()
+
+
+def _installed_by_voxwire() -> set[str]:
+    """The modules voxwire's own dependencies and its user extras install (not dev, bench and
+    wheels, which no application installs)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = list(project["dependencies"])
+    for extra, listed in project["optional-dependencies"].items():
+        if extra not in ("dev", "bench", "wheels"):
+            requirements += listed
+    return {_import_name(r) for r in requirements} | {"voxwire", "tests"}
+
+
+def _imported(block: Block) -> set[str]:
+    import ast
+
+    try:
+        tree = ast.parse(block.source)
+    except SyntaxError:
+        return set()  # a fragment that is not Python on its own
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return {name for name in names if name not in sys.stdlib_module_names}
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=lambda b: b.id)
+def test_a_block_says_what_to_install_that_no_extra_brings(block: Block) -> None:
+    """A reader copying a block gets its imports from voxwire and its extras, or the block
+    says what else to install (``# needs: pip install openai``): the official client in
+    docs/server.md's first block and uvicorn in the GPT-Live SIP one did not say so."""
+    told = {_import_name(n.removeprefix(PIP_INSTALL)) for n in block.needs if PIP_INSTALL in n}
+    missing = _imported(block) - _installed_by_voxwire() - told
+    assert not missing, f"{block.id}: imports {sorted(missing)}; add '# needs: pip install ...'"
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=lambda b: b.id)

@@ -67,6 +67,67 @@ def test_handoff_example_hands_over_to_billing_and_its_tool() -> None:
     ]
 
 
+def test_handoff_example_ends_its_turn_on_a_failed_response_and_says_why() -> None:
+    """The server's responses fail (its chat endpoint is unreachable, as with `voxwire serve
+    --chat-url http://127.0.0.1:1/v1`): the example prints the reason and returns, where it
+    used to print ``user: hello`` and wait forever."""
+    from voxwire.server import ChatCompletionsResponder
+
+    async def body() -> str:
+        unreachable = ChatCompletionsResponder("http://127.0.0.1:1/v1", "tiny-1", timeout_s=5)
+        options = {"tts": None, "pacing": FAST, "responder": unreachable}
+        async with RealtimeServer(**options) as server:  # type: ignore[arg-type]
+            return await example("examples/handoff.py", "--url", server.url(), "hello")
+
+    lines = asyncio.run(body()).splitlines()
+    assert lines[0] == "user: hello"
+    assert lines[1].startswith("[response failed] chat endpoint http://127.0.0.1:1/v1/chat/")
+    assert "unreachable" in lines[1]
+    assert len(lines) == 2
+
+
+def run_example_failing(args: list[str], drop: tuple[str, ...], **env: str) -> tuple[int, str]:
+    """``python examples/ARGS`` with the variables ``drop`` unset; (status, stdout + stderr).
+    20 s: what the user must fix is said at once, not after a connection times out."""
+    environment = {k: v for k, v in child_env(**env).items() if k not in drop}
+    done = subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=ROOT,
+        timeout=20,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_examples_without_their_key_or_store_say_so_in_one_line() -> None:
+    """device_assistant.py without OPENAI_API_KEY printed a 32-line traceback;
+    persistent_agent.py without VOXWIRE_STORE waited 31 s on the default socket and printed 41
+    lines. Each says what to set, in one line, at once; a store that refuses is one line too."""
+    code, said = run_example_failing(["examples/device_assistant.py"], ("OPENAI_API_KEY",))
+    assert code == 2
+    assert said.splitlines() == [
+        "device_assistant.py: the hosted service needs OPENAI_API_KEY; or run offline: "
+        "voxwire serve & and --url ws://127.0.0.1:8765/v1/realtime"
+    ]
+    no_store = ("VOXWIRE_STORE", "PGHOST", "PGSERVICE")
+    persistent = ["examples/persistent_agent.py", "--conversation", "c1", "hi"]
+    code, said = run_example_failing(persistent, no_store)
+    assert code == 2
+    assert said.splitlines() == [
+        "persistent_agent.py: no database: set VOXWIRE_STORE (or --store) to a libpq conninfo, "
+        "e.g. postgresql://agent@db:5432/voice"
+    ]
+    pytest.importorskip("psycopg_pool")
+    refused = {"VOXWIRE_STORE": "postgresql://agent@127.0.0.1:1/voice"}
+    code, said = run_example_failing(persistent, ("PGHOST", "PGSERVICE"), **refused)
+    assert code == 1
+    (line,) = said.splitlines()
+    assert line.startswith("persistent_agent.py: the store postgresql 127.0.0.1:1/voice")
+    assert "cannot be reached" in line
+
+
 def test_persistent_agent_goes_on_after_a_restart_from_postgresql(
     request: pytest.FixtureRequest,
 ) -> None:
@@ -99,6 +160,35 @@ def test_persistent_agent_goes_on_after_a_restart_from_postgresql(
         "user: Thank you!",
         "agent: You are welcome. Anything else about your order?",
     ]
+
+
+def test_persistent_agent_ends_its_turn_on_a_failed_response(
+    request: pytest.FixtureRequest,
+) -> None:
+    """As the handoff example: a failed response ends the turn with its reason (the example
+    used to wait forever for an answer that never comes)."""
+    from voxwire.server import ChatCompletionsResponder
+
+    reason = _why_no_postgres()
+    if reason is not None:
+        pytest.skip(reason)
+    conninfo: str = request.getfixturevalue("pg_cluster")
+    schema = f"example_{uuid.uuid4().hex[:8]}"
+
+    async def body() -> str:
+        unreachable = ChatCompletionsResponder("http://127.0.0.1:1/v1", "tiny-1", timeout_s=5)
+        options = {"tts": None, "pacing": FAST, "responder": unreachable}
+        async with RealtimeServer(**options) as server:  # type: ignore[arg-type]
+            return await example(
+                "examples/persistent_agent.py",
+                *("--store", conninfo, "--schema", schema, "--conversation", "call-9"),
+                *("--url", server.url(), "hello"),
+            )
+
+    lines = asyncio.run(body()).splitlines()
+    assert lines[0] == "user: hello"
+    assert lines[1].startswith("[response failed] chat endpoint http://127.0.0.1:1/v1/chat/")
+    assert len(lines) == 2
 
 
 def spoken(*parts: str | float) -> np.ndarray[Any, np.dtype[np.int16]]:
@@ -233,3 +323,39 @@ def test_phone_agent_greets_answers_its_key_menu_and_reports_the_call() -> None:
     assert heard >= greeting + 12_000  # then 1.5 s of "Today we are open from nine to six."
     assert report.startswith("call CA00000000000000000000000000000001 ended (stop) after ")
     assert ", keys 1" in report
+
+
+def test_the_examples_docs_agree_on_the_servers_port_and_say_to_install_pytest() -> None:
+    """The docstrings said 8765 where examples/README.md said 8766 (`voxwire web`'s port):
+    every offline command names `voxwire serve`'s own default port; and the README says to
+    install pytest (voxwire does not) before running the example suite with it."""
+    import re
+
+    from voxwire.cli import build_parser
+
+    serve = build_parser().parse_args(["serve"])
+    texts = {path.name: path.read_text() for path in EXAMPLES.glob("*.py")}
+    texts["README.md"] = (EXAMPLES / "README.md").read_text()
+    for name, text in texts.items():
+        ports = {int(p) for p in re.findall(r"ws://127\.0\.0\.1:(\d+)/v1/realtime", text)}
+        ports |= {int(p) for p in re.findall(r"voxwire serve[^\n&]*--port (\d+)", text)}
+        assert ports <= {serve.port}, f"{name}: {sorted(ports)}; voxwire serve uses {serve.port}"
+    readme = texts["README.md"]
+    assert "pip install pytest" in readme
+    assert readme.index("pip install pytest") < readme.index("python -m pytest examples/")
+
+
+def test_the_commands_default_output_files_are_ignored_in_the_checkout() -> None:
+    """`voxwire demo` and `voxwire quickstart` write to the current folder by default; run in
+    the checkout, they left untracked WAV files."""
+    from voxwire.cli import build_parser
+    from voxwire.demo.command import DEFAULT_OUT
+
+    quickstart = build_parser().parse_args(["quickstart"])
+    names = [DEFAULT_OUT, str(quickstart.out), f"examples/{DEFAULT_OUT}"]
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    done = subprocess.run(
+        ["git", "check-ignore", "--no-index", *names], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.stdout.split() == names

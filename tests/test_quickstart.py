@@ -21,8 +21,11 @@ def test_quickstart_completes_a_spoken_turn(tmp_path: Path) -> None:
         timeout=120,
     )
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "user speaking" in p.stdout  # server VAD heard the start of speech
-    assert "user listening" in p.stdout  # ... and its end, which committed the turn
+    assert "user started speaking (server VAD)" in p.stdout  # the start of speech heard
+    # ... and its end, which committed the turn (once "user listening": the session's state
+    # name, which read as if the user were listening)
+    assert "user stopped speaking (server VAD): the turn is committed" in p.stdout
+    assert "listening" not in p.stdout
     assert "response done (completed)" in p.stdout
     assert "assistant said:" in p.stdout
     reply = read_wav(out)
@@ -60,7 +63,7 @@ def test_quickstart_with_a_wav_question_against_an_external_server(tmp_path: Pat
 
     p = asyncio.run(run())
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "user speaking" in p.stdout
+    assert "user started speaking" in p.stdout
     assert 'assistant said: "It is time to test."' in p.stdout
     assert read_wav(out).rate_hz == 24000
 
@@ -74,3 +77,61 @@ def test_quickstart_reports_a_missing_wav() -> None:
     )
     assert p.returncode == 2
     assert "/nonexistent/q.wav" in p.stderr
+
+
+def quickstart_against(server_options: dict[str, object], *args: str) -> tuple[int, str]:
+    """``voxwire quickstart ARGS --url`` against a local server this test runs; (status, stdout).
+    The child gets 90 s: a turn that waits without a bound fails the test."""
+    from voxwire.server import Pacing, RealtimeServer
+
+    async def run() -> tuple[int, str]:
+        async with RealtimeServer(pacing=Pacing(audio_pace=0), **server_options) as server:  # type: ignore[arg-type]
+            child = await asyncio.create_subprocess_exec(
+                sys.executable,
+                *("-m", "voxwire.cli", "quickstart", "--pace", "0", *args),
+                *("--url", server.url("gpt-realtime")),
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+            try:
+                stdout, _ = await asyncio.wait_for(child.communicate(), 90)
+            finally:
+                if child.returncode is None:
+                    child.kill()
+                    await child.wait()
+            assert child.returncode is not None
+            return child.returncode, stdout.decode()
+
+    return asyncio.run(run())
+
+
+def test_quickstart_says_no_speech_was_heard_in_a_silent_or_empty_wav(tmp_path: Path) -> None:
+    """Silence (and an empty file) never starts a turn: the quickstart says so and exits 1
+    instead of waiting forever after "streaming ... of user speech"."""
+    for name, samples in (("silence.wav", 24_000 * 3), ("empty.wav", 0)):
+        wav = tmp_path / name
+        write_wav(wav, np.zeros(samples, np.int16), 24_000)
+        out = tmp_path / "reply.wav"
+        code, stdout = quickstart_against({"tts": None}, "--wav", str(wav), "--out", str(out))
+        assert code == 1, stdout
+        assert stdout.splitlines()[-1] == "the turn did not complete: no speech heard in the WAV"
+        assert not out.exists()
+
+
+def test_quickstart_shows_why_a_response_failed(tmp_path: Path) -> None:
+    """The server's chat endpoint is unreachable: the response fails, and the line says why
+    (the server's message), not just "failed"."""
+    from voxwire.server import ChatCompletionsResponder
+    from voxwire.server.engines.tts import EspeakEngine
+
+    speech = EspeakEngine.shared().synthesize("Hello there.", "alloy")
+    question = tmp_path / "question.wav"
+    write_wav(question, speech.pcm, speech.rate_hz)
+    unreachable = ChatCompletionsResponder("http://127.0.0.1:1/v1", "tiny-1", timeout_s=5)
+    options = {"tts": None, "responder": unreachable}
+    code, stdout = quickstart_against(
+        options, "--wav", str(question), "--out", str(tmp_path / "r.wav")
+    )
+    assert code == 1, stdout
+    assert "response done (failed: chat endpoint http://127.0.0.1:1/v1" in stdout
+    assert "unreachable" in stdout.splitlines()[-1]

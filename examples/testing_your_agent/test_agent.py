@@ -5,7 +5,8 @@
 * with the local server (``voxwire.server.RealtimeServer``) on loopback: a real websocket, the
   rules of a scenario standing in for the model — the whole round trip.
 
-Run them with ``python -m pytest examples/testing_your_agent`` (pytest only; no plugin).
+Run them with ``python -m pytest examples/testing_your_agent`` (pytest only, no plugin;
+``pip install pytest``: voxwire does not install it).
 """
 
 from __future__ import annotations

@@ -183,7 +183,7 @@ def _quickstart(args: argparse.Namespace) -> int:
     from voxwire import quickstart
 
     wav = Path(args.wav) if args.wav else None
-    return quickstart.main(Path(args.out), args.pace, wav=wav, url=args.url)
+    return quickstart.main(args.out, args.pace, wav=wav, url=args.url)
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -204,22 +204,9 @@ def _talk(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     """The offline spoken conversation (voxwire/demo): tool, handoff, barge-in, exact cut."""
-    from pathlib import Path
+    from voxwire.demo import command
 
-    if args.room is not None:
-        from voxwire.demo.room import run_room
-
-        for line in run_room(aec=args.aec).lines():
-            print(line)
-        return 0
-
-    from voxwire import demo
-
-    report = None if args.report is None else Path(args.report)
-    options = demo.DemoOptions(
-        Path(args.out), url=args.url, realtime=args.realtime, json=args.json, report=report
-    )
-    return demo.main(options)
+    return command.run(args)
 
 
 def _web(args: argparse.Namespace) -> int:
@@ -264,7 +251,12 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "input, the agent calls a tool and hands off, and the user cuts it off mid-reply. "
         "Prints the transcript as it happens and metrics at the end.",
     )
-    dm.add_argument("--out", default="voxwire-demo.wav", help="WAV of what the speaker played")
+    dm.add_argument(
+        "--out",
+        type=_output_file,
+        help="WAV of what the speaker played (default: voxwire-demo.wav; checked before the "
+        "demo runs)",
+    )
     dm.add_argument(
         "--url",
         help="run the same conversation against this Realtime endpoint (ws://... or wss://...) "
@@ -277,7 +269,17 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="pace it as a real conversation (default: faster than real time, virtual clock)",
     )
     dm.add_argument("--json", action="store_true", help="print the events as JSON lines")
-    dm.add_argument("--report", metavar="HTML", help="write the session's timeline to this file")
+    dm.add_argument(
+        "--verbose",
+        action="store_true",
+        help="the cut's truncation check with its sample positions on the speaker",
+    )
+    dm.add_argument(
+        "--report",
+        metavar="HTML",
+        type=_output_file,
+        help="write the session's timeline to this file (checked before the demo runs)",
+    )
     dm.add_argument(
         "--room",
         choices=["speakerphone"],
@@ -288,8 +290,8 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dm.add_argument(
         "--aec",
         action="store_true",
-        help="with --room: the session's microphone cancels the speaker's echo "
-        "(EchoCancelledInput)",
+        help="the room's microphone cancels the speaker's echo (EchoCancelledInput); implies "
+        "--room speakerphone, the one scene with an echo to cancel",
     )
     dm.set_defaults(func=_demo)
 
@@ -426,7 +428,12 @@ def _add_quickstart(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(synthesised, or --wav) to it in 20 ms chunks, prints the turn's events as they happen "
         "and writes the spoken reply to --out.",
     )
-    qs.add_argument("--out", default="quickstart-reply.wav", help="where to write the reply")
+    qs.add_argument(
+        "--out",
+        type=_output_file,
+        default=QUICKSTART_OUT,
+        help=f"where to write the reply (default: {QUICKSTART_OUT}; checked before the turn runs)",
+    )
     qs.add_argument("--pace", type=_pace, default=4.0, help="audio speed, x real time (0: max)")
     qs.add_argument("--wav", help="the user's question as a 16-bit WAV (default: synthesised)")
     qs.add_argument(
@@ -518,6 +525,26 @@ class _ShowDefaults(argparse.HelpFormatter):
         ):
             return text
         return text + " (default: %(default)s)"
+
+
+#: quickstart's default output (git-ignored in the checkout, as the demo's voxwire-demo.wav).
+QUICKSTART_OUT = "quickstart-reply.wav"
+
+
+def _output_file(text: str) -> Path:
+    """An output file (``--out``, ``--report``), checked when the command line is read — before
+    a session runs — so that a path that cannot be written fails at once, not after the work."""
+    import os
+
+    path = Path(text)
+    folder = path.parent
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder: give a file name in it")
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} cannot be written: no folder {folder}")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise argparse.ArgumentTypeError(f"{text} cannot be written: permission denied")
+    return path
 
 
 def _port(text: str) -> int:

@@ -102,6 +102,11 @@ class Console:
 
     ``clock`` gives the time stamped on each line, in seconds; ``states``: also print the
     agent's state changes (listening / thinking / speaking), as ``voxwire talk`` does.
+
+    ``started(item_id)``: when the listener began hearing an agent item (seconds on ``clock``,
+    ``None`` if not yet). Given, the agent's line is stamped with when its speech started, not
+    when its transcript was complete, and the lines that came meanwhile (the user talking over
+    it, the cut) are held and printed after it, in time order.
     """
 
     def __init__(
@@ -111,11 +116,15 @@ class Console:
         json: bool = False,
         states: bool = False,
         out: TextIO | None = None,
+        started: Callable[[str], float | None] | None = None,
     ) -> None:
         self.clock = clock
         self.json = json
         self.states = states
         self.out = out if out is not None else sys.stdout
+        self.started = started
+        self._speaking: set[str] = set()  # agent items heard or on their way, transcript to come
+        self._held: list[tuple[float, str]] = []  # (stamp, line) while an agent item speaks
         self.agent_name = ""
         """The agent speaking now (follows handoffs), for the agent's lines."""
         self._cuts: dict[str, tuple[int, int]] = {}  # item -> (heard ms, received ms)
@@ -140,6 +149,12 @@ class Console:
             self.agent_name = event.to_agent.name
         elif isinstance(event, ev.AgentStartEvent) and not self.agent_name:
             self.agent_name = event.agent.name
+        elif (
+            isinstance(event, ev.AssistantTranscriptDeltaEvent)
+            and self.started is not None
+            and not self.json
+        ):
+            self._speaking.add(event.item_id)
         heard = self._follow_cuts(event)
         if self.json:
             if event.type != "history_updated":  # the whole history each time: use history_added
@@ -149,12 +164,29 @@ class Console:
                 self._json(record)
             return
         text = self._describe(event, heard)
+        at = None
+        if isinstance(event, ev.AssistantTranscriptDoneEvent) and self.started is not None:
+            at = self.started(event.item_id)
+            self._speaking.discard(event.item_id)
         if text is not None:
             kind, line = text
-            self._line(kind, line + (f"  {extra}" if extra else ""))
+            self._line(kind, line + (f"  {extra}" if extra else ""), at)
+        if isinstance(event, ev.ResponseDoneEvent | ev.CloseEvent):
+            self._speaking.clear()  # whatever did not get its transcript will not now
+        if not self._speaking:
+            self._release()
 
-    def _line(self, kind: str, text: str) -> None:
-        print(f"{self.clock():8.2f}s  {kind:<9} {text}", file=self.out, flush=True)
+    def _line(self, kind: str, text: str, at: float | None = None) -> None:
+        stamp = self.clock() if at is None else at
+        self._held.append((stamp, f"{stamp:8.2f}s  {kind:<9} {text}"))
+        if not self._speaking:
+            self._release()
+
+    def _release(self) -> None:
+        """Print the lines held while an agent item spoke, in time order (stable)."""
+        held, self._held = sorted(self._held, key=lambda line: line[0]), []
+        for _, line in held:
+            print(line, file=self.out, flush=True)
 
     def _json(self, record: dict[str, Any]) -> None:
         record = {"t": round(self.clock(), 4), **record}
@@ -244,9 +276,7 @@ class Console:
     def _response_done(event: ev.ResponseDoneEvent) -> tuple[str, str] | None:
         if event.status == "completed":
             return None
-        details = event.status_details
-        reason = getattr(details, "reason", None) if details is not None else None
-        because = f" ({reason})" if reason else ""
+        because = f" ({event.failure})" if event.failure else ""
         return "response", f"{event.response_id} {event.status}{because}"
 
     @staticmethod

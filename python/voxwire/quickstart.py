@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -56,6 +56,15 @@ SERVER_VOICE_HINT: Final = (
     "endpoint with --url"
 )
 CHUNK_SAMPLES = RATE_HZ // 50
+#: After the last chunk, how long (wall clock) the server's VAD may take to report speech
+#: before the turn is given up: a silent or empty WAV never starts a turn.
+HEARD_TIMEOUT_S: Final = 10.0
+#: How long the response may take once the user's speech started (wall clock).
+ANSWER_TIMEOUT_S: Final = 60.0
+
+
+class TurnError(Exception):
+    """The turn could not be completed (no speech heard, no answer in time)."""
 
 
 @dataclass
@@ -66,6 +75,10 @@ class TurnResult:
     transcript: str = ""
     reply_pcm: list[bytes] = field(default_factory=list)
     status: str = ""
+    failure: str | None = None
+    """Why the response did not complete (the server's error message or reason)."""
+    heard: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the server's VAD heard the user start speaking."""
 
     @property
     def reply_samples(self) -> int:
@@ -166,21 +179,37 @@ async def run_turn(
                     await session.send_audio(audio[i : i + CHUNK_SAMPLES])
                     await asyncio.sleep(period_s)
 
-            await together(speak(), _follow(session, note, result))
+            source = "in the WAV" if wav is not None else "in the user's turn"
+            await together(speak(), _follow(session, note, result), result.heard, source)
     return result
 
 
-async def together(speak: Coroutine[Any, Any, None], follow: Coroutine[Any, Any, None]) -> None:
+async def together(
+    speak: Coroutine[Any, Any, None],
+    follow: Coroutine[Any, Any, None],
+    heard: asyncio.Event | None = None,
+    source: str = "in the user's turn",
+) -> None:
     """Stream the user's speech while following the turn, until the turn is followed to its
     end. A failure of the speaking side is raised here, not left in its task (where the turn
-    would wait for speech that never comes)."""
+    would wait for speech that never comes). Every wait is bounded: once all speech is sent,
+    the server's VAD has :data:`HEARD_TIMEOUT_S` to hear it (``heard``, when given), and then
+    the response :data:`ANSWER_TIMEOUT_S` to end; :class:`TurnError` says which did not come."""
     speaker = asyncio.create_task(speak)
     follower = asyncio.create_task(follow)
     try:
         done, _ = await asyncio.wait({speaker, follower}, return_when=asyncio.FIRST_COMPLETED)
         if speaker in done:
             speaker.result()  # raises what the speaking side failed with
-            await follower
+            if heard is not None:
+                no_speech = f"no speech heard {source}"
+                await _bounded(follower, heard.wait(), HEARD_TIMEOUT_S, no_speech)
+            await _bounded(
+                follower,
+                asyncio.shield(follower),
+                ANSWER_TIMEOUT_S,
+                f"the server did not answer within {ANSWER_TIMEOUT_S:.0f} s",
+            )
         else:
             follower.result()
     finally:
@@ -189,13 +218,35 @@ async def together(speak: Coroutine[Any, Any, None], follow: Coroutine[Any, Any,
         await asyncio.gather(speaker, follower, return_exceptions=True)
 
 
+async def _bounded(
+    follower: asyncio.Task[None], waited: Awaitable[Any], timeout_s: float, what: str
+) -> None:
+    """Wait for ``waited`` (or the follower's end) for at most ``timeout_s``: else TurnError."""
+    waiter = asyncio.ensure_future(waited)
+    try:
+        done, _ = await asyncio.wait(
+            {waiter, follower}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        waiter.cancel()
+        await asyncio.gather(waiter, return_exceptions=True)
+    if follower in done:
+        follower.result()
+    elif not done:
+        raise TurnError(what)
+
+
 async def _follow(
     session: RealtimeSession, note: Callable[[str], None], result: TurnResult
 ) -> None:
     """Note the turn's events as they come, and keep the reply, until the response is done."""
     async for event in session:
         if isinstance(event, UserStateChangedEvent):
-            note(f"user {event.new_state}")
+            if event.new_state == "speaking":
+                result.heard.set()
+                note("user started speaking (server VAD)")
+            else:
+                note("user stopped speaking (server VAD): the turn is committed")
         elif isinstance(event, UserInputTranscribedEvent) and event.is_final:
             note(f'user said: "{event.transcript}"')
         elif isinstance(event, ResponseStartedEvent):
@@ -214,14 +265,21 @@ async def _follow(
             return
         elif isinstance(event, ResponseDoneEvent):
             result.status = event.status or ""
-            note(f"response done ({result.status})")
+            result.failure = event.failure
+            because = f": {result.failure}" if result.failure else ""
+            note(f"response done ({result.status}{because})")
             return
 
 
 def main(out: Path, pace: float, *, wav: Path | None = None, url: str | None = None) -> int:
-    result = asyncio.run(run_turn(pace, wav=wav, url=url, report=print))
+    try:
+        result = asyncio.run(run_turn(pace, wav=wav, url=url, report=print))
+    except TurnError as exc:
+        print(f"the turn did not complete: {exc}")
+        return 1
     if result.status != "completed" or not result.reply_pcm:
-        print(f"the turn did not complete (status {result.status!r})")
+        because = f": {result.failure}" if result.failure else ""
+        print(f"the turn did not complete (status {result.status!r}{because})")
         return 1
     pcm = np.frombuffer(b"".join(result.reply_pcm), dtype="<i2").astype(np.int16)
     write_wav(out, pcm, RATE_HZ)

@@ -198,3 +198,29 @@ def test_an_interruption_during_the_response_without_an_audio_output() -> None:
             assert handle.played_ms > 0
 
     run(body())
+
+
+def test_a_failed_response_ends_its_handle_with_the_servers_reason() -> None:
+    """The chat endpoint behind the server is unreachable: the response fails; awaiting its
+    handle returns (status failed) and ``error`` says why, in the server's words; the event
+    says it too (``ResponseDoneEvent.failure``)."""
+    from voxwire.server import ChatCompletionsResponder
+
+    async def body() -> None:
+        unreachable = ChatCompletionsResponder("http://127.0.0.1:1/v1", "tiny-1", timeout_s=5)
+        async with (
+            serving(scenario=None, responder=unreachable) as server,
+            RealtimeSession(url=server.url(), config=MANUAL) as session,
+        ):
+            handle = await session.send_message("hello")
+            assert handle is not None
+            await asyncio.wait_for(handle.wait_for_playout(), 30)
+            assert handle.status == "failed"
+            assert handle.error is not None
+            assert handle.error.startswith("the response failed: chat endpoint ")
+            assert "unreachable" in handle.error
+            done = of_type(await settle(session), ResponseDoneEvent)
+            assert done[-1].failure is not None
+            assert "unreachable" in done[-1].failure
+
+    run(body())

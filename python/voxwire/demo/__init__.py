@@ -12,7 +12,8 @@ item, floored to ms. A live transcript is printed as it happens, metrics at the 
 
 Modules: :mod:`~voxwire.demo.script` (agents, tool, scenario, the user's lines),
 :mod:`~voxwire.demo.conversation` (the virtual clock and the conversation),
-:mod:`~voxwire.demo.summary` (the metrics at the end).
+:mod:`~voxwire.demo.summary` (the metrics at the end), :mod:`~voxwire.demo.room` (``--room``),
+:mod:`~voxwire.demo.command` (the command line's choice between them).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class DemoOptions:
     realtime: bool = False
     json: bool = False
     report: Path | None = None  # the session's timeline as HTML (voxwire.timeline.write_report)
+    verbose: bool = False  # the cut's check with its sample positions
 
 
 async def run_demo(options: DemoOptions) -> Summary:
@@ -83,7 +85,14 @@ async def run_demo(options: DemoOptions) -> Summary:
 async def _converse(
     options: DemoOptions, url: str, speaker: WavFileOutput, wavs: list[Path]
 ) -> Summary:
-    console = Console(lambda: speaker.played_samples / RATE_HZ, json=options.json)
+    def heard_from(item_id: str) -> float | None:
+        """When the listener began hearing the item (the speaker's clock)."""
+        timing = speaker.output.timing(item_id, 0)
+        return None if timing is None else timing.first_sample_at
+
+    console = Console(
+        lambda: speaker.played_samples / RATE_HZ, json=options.json, started=heard_from
+    )
     session = RealtimeSession(
         agents(),
         url=url,
@@ -102,7 +111,12 @@ async def _converse(
             out=str(options.out),
         )
         conversation = Conversation(
-            session, speaker, console, realtime=options.realtime, silence_ms=SILENCE_MS
+            session,
+            speaker,
+            console,
+            realtime=options.realtime,
+            silence_ms=SILENCE_MS,
+            verbose=options.verbose,
         )
         timeline = _timeline(conversation, options.report)
         follower = asyncio.create_task(conversation.follow())

@@ -8,8 +8,10 @@ output therefore advance together on one simulated clock, the speaker's sample c
 By default ticks run as fast as the machine allows, and the clock only moves while there is
 something to hear or say: while the server is still working on a reply (nothing playable yet),
 the driver waits in real time without ticking, so network and server time never turn into
-underruns or silence in the recording. With ``realtime=True`` a tick is due every 20 ms of
-wall-clock time and the clock never stops, as in a real conversation.
+underruns or silence in the recording; and no tick plays past the audio received of a response
+still streaming (a server pacing its audio, such as ``voxwire serve`` at 4x real time, would be
+outrun while the user speaks). With ``realtime=True`` a tick is due every 20 ms of wall-clock
+time and the clock never stops, as in a real conversation.
 
 An interruption empties the output's ring (``ring.dropped_samples`` grows). The driver looks
 for that before every tick, so it knows the exact speaker position of every cut — which lets
@@ -82,8 +84,11 @@ class Conversation:
         *,
         realtime: bool = False,
         silence_ms: int = 500,
+        verbose: bool = False,
     ) -> None:
         self.session = session
+        self.verbose = verbose
+        """Print the truncation check's sample positions (``voxwire demo --verbose``)."""
         self.speaker = speaker
         self.output = speaker.output
         self.console = console
@@ -95,6 +100,7 @@ class Conversation:
         self._silence_input = AudioInput(speaker.rate_hz)
         self._dropped = self.output.ring.dropped_samples
         self._last_cut: Cut | None = None
+        self._truncated_at: dict[tuple[str, int], int] = {}  # item part -> speaker position
         self._started = time.monotonic()
         self.observe: Callable[[ev.SessionEvent], None] | None = None
         """Called with every event first (``voxwire demo --report``: the timeline)."""
@@ -112,10 +118,21 @@ class Conversation:
         if dropped != self._dropped:
             self._last_cut = Cut(self.speaker.played_samples, dropped - self._dropped)
             self._dropped = dropped
+        # A cut that found the ring empty drops nothing: the truncation the session sent (the
+        # ledger keeps it once confirmed) marks it instead.
+        protocol = self.session.protocol
+        pending = {(t.item_id, t.content_index) for t in protocol.unacknowledged_item_truncates}
+        for segment in protocol.audio.segments():
+            key = segment.key
+            if key not in self._truncated_at and (
+                key in pending or segment.truncated_at_ms is not None
+            ):
+                self._truncated_at[key] = self.speaker.played_samples
         return self._last_cut
 
     async def tick(self, frames: list[bytes] | None = None) -> None:
         """Send ``frames`` (default: 20 ms of silence) and play one period."""
+        await self._audio_due()
         self.observe_cut()
         if frames is None:
             frames = self._silence_input.process(self._silence)
@@ -128,6 +145,23 @@ class Conversation:
             await asyncio.sleep(max(0.0, due - time.monotonic()))
         else:
             await asyncio.sleep(0)  # let the session and the server take what was sent
+
+    async def _audio_due(self) -> None:
+        """On the virtual clock, the speaker does not play past what has arrived of a response
+        still streaming: while the user speaks over it, a server that streams at its own pace
+        (``voxwire serve`` at 4x real time, the hosted service) would otherwise be outrun by
+        the clock, and its time would become an underrun. Real time: the clock never waits."""
+        if self.realtime:
+            return
+        deadline = time.monotonic() + _ANSWER_TIMEOUT_S
+        while (
+            self.session.protocol.responses_in_progress
+            and self.output.ring.readable_samples < self.speaker.period_samples
+        ):
+            if self.seen.closed is not None or time.monotonic() > deadline:
+                return  # the callers' own waits say what went wrong
+            self.observe_cut()
+            await asyncio.sleep(0.002)
 
     async def idle(self) -> None:
         """Nothing to play yet, the server is working: wait (real time) or, paced, tick."""
@@ -285,6 +319,11 @@ class Conversation:
         """The samples the speaker played of the cut item — from its first heard sample to the
         cut — against the ``audio_end_ms`` the session sent."""
         cut = self.observe_cut()
+        if cut is None or any(cut is earlier for _, earlier, _ in self.seen.cuts):
+            # Nothing was dropped (the ring was empty: the server had sent no more yet): the
+            # speaker's position when the truncation was sent.
+            at = self._truncated_at.get((event.item_id, event.content_index))
+            cut = None if at is None else Cut(at, 0)
         first = self.first_heard_sample(event.item_id, event.content_index)
         heard = None if cut is None or first is None else max(0, cut.at_sample - first)
         self.seen.cuts.append((event, cut, heard))
@@ -299,6 +338,8 @@ class Conversation:
             f"({heard * 1000 / self.rate_hz:.3f} ms, floored {floored} ms "
             + ("= audio_end_ms)" if equal else "!= audio_end_ms: MISMATCH)")
         )
+        if equal and not self.verbose:  # the samples are for developers (--verbose)
+            text = f"checked: the speaker played exactly {floored} ms of it"
         fields = {
             "speaker_first_sample": first,
             "speaker_cut_sample": cut.at_sample,

@@ -72,7 +72,7 @@ LINE_AFTER_MS = 3_000
 AGENT_VOICE = "alloy"  # the server's default voice, which the agents speak with
 TICK_S = 0.003  # real time per 20 ms tick: the server keeps well ahead of the speaker
 LIMIT_TICKS = 60 * 50  # a minute of the speaker's clock
-MAX_REPLIES = 8  # twice the script's: an agent answering its own echo is stopped there
+MAX_REPLIES = 8  # twice the script's: an agent answering its own echo is stopped at this many
 #: The server's VAD as docs/audio-io.md advises with the canceller, answering nothing itself
 #: (the session does: false-interruption recovery holds create_response).
 CONFIG = {
@@ -102,14 +102,21 @@ class RoomReport:
     mic_cpu_s_per_min: float | None = None
     transcript: list[tuple[str, str]] = field(default_factory=list)
     """(item id, what the agent said) of each audio item."""
+    stopped: bool = False
+    """The scene was stopped at :data:`MAX_REPLIES` (the agent answering its own echo)."""
 
     def lines(self) -> list[str]:
-        state = "on" if self.aec else "off"
+        state = "on (the 'after' picture)" if self.aec else "off (the 'before' picture)"
         out = [
             f"speakerphone room (RT60 {RT60_S} s, echo {ECHO_OVER_USER_DB:.0f} dB over the user), "
             f"echo cancellation {state}; the session runs the microphone, local barge-in and "
             "false-interruption recovery against the local server"
         ]
+        if not self.aec:
+            out.append(
+                "  without a canceller the microphone hears the agent's own voice: expect it to "
+                "cut itself off and answer its echo (add --aec to see the difference)"
+            )
         cut_at = {cut.item_id: cut.played_ms for cut in self.cuts}
         spoken = [
             f"  agent: {text}" + (f" [cut at {cut_at[item]} ms]" if item in cut_at else "")
@@ -124,6 +131,11 @@ class RoomReport:
         for d in self.decisions:
             out.append(f"  paused; decided at {d.at_ms:.0f} ms: {d.action} ({d.reason})")
         out.append(f"  agent replies: {self.replies}, cut: {len(self.cuts)}")
+        if self.stopped:
+            out.append(
+                f"  stopped after {self.replies} replies: the agent kept answering its own echo "
+                "(as expected without --aec)"
+            )
         if self.cut_exact is not None:
             exact = "exactly at the pause point" if self.cut_exact else "NOT at the pause point"
             cut = self.cuts[-1]
@@ -232,7 +244,8 @@ class _Driver:
             quiet_ticks = 0 if busy or len(script.near) else quiet_ticks + 1
             if script.stage == 3 and quiet_ticks >= 75:
                 return
-            if self.report.replies > MAX_REPLIES:  # it keeps answering its own echo
+            if self.report.replies >= MAX_REPLIES:  # it keeps answering its own echo
+                self.report.stopped = True
                 return
 
     def note_starts(self) -> None:

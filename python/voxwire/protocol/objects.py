@@ -121,6 +121,15 @@ class StatusDetails(_Object, frozen=True):
     reason: str | None = None
     error: StatusError | None = None
 
+    @property
+    def explanation(self) -> str | None:
+        """Why, in words: the error's message (a ``failed`` response), else its code, else
+        ``reason``; ``None`` if the server said nothing."""
+        error = self.error
+        if error is not None and (error.message or error.code):
+            return error.message or error.code
+        return self.reason
+
 
 class ResponseAudioOutput(_Object, frozen=True):
     format: AudioFormat | None = None

@@ -125,6 +125,10 @@ class SpeechTracker:
                 self._requested[handle.id] = handle
             else:
                 handle.status = event.response.status
+                if handle.status == "failed":
+                    details = event.response.status_details
+                    why = details.explanation if details is not None else None
+                    handle.error = f"the response failed: {why or 'the server gave no reason'}"
                 settled.append(handle)
         segments = [
             _Segment(s.key, s.received_ms)

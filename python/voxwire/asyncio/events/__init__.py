@@ -263,6 +263,15 @@ class ResponseDoneEvent:
     status_details: StatusDetails | None = None
     usage: Usage | None = None
 
+    @property
+    def failure(self) -> str | None:
+        """Why it did not complete, in words (the server's error message for ``failed``, the
+        reason for ``cancelled`` / ``incomplete``); ``None`` when it completed."""
+        if self.status == "completed":
+            return None
+        details = self.status_details
+        return details.explanation if details is not None else None
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MetricsCollectedEvent:

@@ -10,7 +10,8 @@ the handle (or :meth:`SpeechHandle.wait_for_playout`) to learn when the speech i
   left the playback clock (the device took it) — or was cut by an interruption;
 * without one, at the response's ``response.done`` (the application plays the audio itself and
   knows better; what it reports through ``interrupt(played_samples)`` still counts);
-* at once, with :attr:`SpeechHandle.error` set, if the server refused the request or the
+* at once, with :attr:`SpeechHandle.error` set, if the server refused the request, the
+  response failed (``status`` ``failed``; ``error`` carries the server's message) or the
   session closed first.
 
 Then :attr:`SpeechHandle.interrupted` says whether it was cut (by the user's speech,
@@ -60,7 +61,8 @@ class SpeechHandle:
         self.played_ms: int | None = None
         """Milliseconds of its audio heard, once done (``None``: it had no audio)."""
         self.error: str | None = None
-        """Why no response spoke it (the server refused the request, the session closed)."""
+        """Why no response spoke it (the server refused the request, the response failed —
+        with the server's message —, the session closed)."""
         self._future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._callbacks: list[Callable[[SpeechHandle], None]] = []
 
