@@ -147,7 +147,12 @@ async def _controls(chromium: str, microphone: Path) -> dict[str, Any]:
             await page.wait_for_function(
                 "() => document.getElementById('mute').textContent === 'Unmute'"
             )
-            await asyncio.sleep(0.3)
+            # The page's "mute" reaches the session over the socket: wait for it (a fixed
+            # 0.3 s was a bet on the machine's load), 10 s at most.
+            for _ in range(1000):
+                if web.bridges[0].session.muted:
+                    break
+                await asyncio.sleep(0.01)
             muted = web.bridges[0].session.muted
             await page.fill("#text", "Where is my order?")
             await page.press("#text", "Enter")
