@@ -2,9 +2,8 @@
 
 No sound card is needed: each scenario runs in a child process (tests/audio/device_probe.py)
 whose HOME holds an ``.asoundrc`` making ALSA's default device the null plugin (the recipe in
-docs/devices.md, 'Audio devices'). The null device is not paced by a clock: it takes buffers as
-fast as the callback fills them, so these tests check the plumbing and the accounting, not
-timing.
+docs/devices.md, 'Audio devices'). The null device is not paced by a clock: it takes buffers as fast as
+the callback fills them, so these tests check the plumbing and the accounting, not timing.
 """
 
 from __future__ import annotations
@@ -20,9 +19,9 @@ import pytest
 from tests.children import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
-#: docs/devices.md's recipe ("Audio devices"): playback to the null plugin; capture from
-#: /dev/zero through the file plugin, because the null plugin's capture leaves the buffer
-#: unwritten (garbage, NaN as float32, on Debian 12's alsa-lib 1.2.8).
+#: docs/devices.md's recipe ("Audio devices"): playback to the null plugin; capture from /dev/zero through
+#: the file plugin, because the null plugin's capture leaves the buffer unwritten (garbage, NaN
+#: as float32, on Debian 12's alsa-lib 1.2.8).
 ASOUNDRC = """\
 pcm.!default {
     type asym
