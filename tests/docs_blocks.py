@@ -6,7 +6,11 @@ asyncio``; a script wraps it in ``async def main()`` and ``asyncio.run(main())``
 namespace, in a temporary working directory, bounded by a timeout. Its first lines may carry a
 marker, a comment the reader sees too:
 
-* ``# fragment: why`` — not a program (an API listing, a piece of a larger one): not run.
+* ``# run by: tests/PATH.py`` — run by that test, which needs more around it than a block can
+  have (a webhook app served to the local server's SIP trunk); the test reads the block from
+  the page (:func:`blocks`), so what it runs is what the page shows.
+* ``# fragment: why`` — refused (tests/test_docs.py fails on it): a block the tests never run
+  is a claim nothing checks. Make it a program, or write it as prose.
 * ``# needs: OPENAI_API_KEY`` — written for the hosted service. The tests run it against the
   local server on loopback instead (a server with :data:`DOCS_SCENARIO` standing in for the
   model), by pointing the session's default URL at it; the key is unset while it runs, so a
@@ -50,8 +54,12 @@ POSTGRES = "PostgreSQL (VOXWIRE_STORE)"
 PIP_INSTALL = "pip install "
 KNOWN_NEEDS = (HOSTED, SOUND_CARD, POSTGRES)
 
-_FENCE = re.compile(r"^(`{3,})(\w*)\s*$")
-_MARKER = re.compile(r"^#\s*(fragment|needs):\s*(.*?)\s*$")
+# A fence as CommonMark reads one: up to three spaces (more inside a list item), ``` or ~~~,
+# then the info string; Python is any info string naming it (python, py, python3, pycon, in any
+# case), so that no Python block escapes the tests by its spelling or its indentation.
+_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([^\s`]*)[^`]*$")
+_PYTHON = re.compile(r"^(python3?|py|pycon)$", re.I)
+_MARKER = re.compile(r"^#\s*(fragment|needs|run by):\s*(.*?)\s*$")
 
 #: The local server's answers while a ``needs: OPENAI_API_KEY`` block runs: the words the
 #: examples use, answered as a model following their instructions would.
@@ -102,8 +110,9 @@ class Block:
     page: Path
     line: int  # of its first code line, 1-based
     source: str
-    fragment: str | None  # why it is not run; None: it runs
+    fragment: str | None  # '# fragment: why' (refused by the tests)
     needs: tuple[str, ...]
+    run_by: str | None = None  # the test that runs it, relative to the repository
 
     @property
     def id(self) -> str:
@@ -117,7 +126,7 @@ def pages() -> list[Path]:
 
 
 def blocks(page: Path) -> list[Block]:
-    """The page's ``python`` blocks with their markers."""
+    """The page's Python blocks with their markers (indented ones dedented)."""
     lines = page.read_text(encoding="utf-8").splitlines()
     found: list[Block] = []
     index = 0
@@ -126,17 +135,29 @@ def blocks(page: Path) -> list[Block]:
         if opening is None:
             index += 1
             continue
+        indent, fence = opening.group(1), opening.group(2)
         end = index + 1
-        while end < len(lines) and lines[end].rstrip() != opening.group(1):
+        while end < len(lines) and not _closes(lines[end], fence):
             end += 1
-        if opening.group(2) in ("python", "py"):
-            found.append(_block(page, index + 2, lines[index + 1 : end]))
+        if _PYTHON.match(opening.group(3)):
+            code = [
+                line[len(indent) :] if line.startswith(indent) else line.lstrip()
+                for line in lines[index + 1 : end]
+            ]
+            found.append(_block(page, index + 2, code))
         index = end + 1
     return found
 
 
+def _closes(line: str, fence: str) -> bool:
+    """A closing fence: the opening's character, at least as many, nothing after."""
+    stripped = line.strip()
+    return stripped.startswith(fence) and set(stripped) == {fence[0]}
+
+
 def _block(page: Path, line: int, code: list[str]) -> Block:
     fragment: str | None = None
+    run_by: str | None = None
     needs: list[str] = []
     for text in code:
         marker = _MARKER.match(text.strip())
@@ -144,9 +165,11 @@ def _block(page: Path, line: int, code: list[str]) -> Block:
             break
         if marker.group(1) == "fragment":
             fragment = marker.group(2) or "fragment"
+        elif marker.group(1) == "run by":
+            run_by = marker.group(2)
         else:
             needs += [need.strip() for need in marker.group(2).split(",") if need.strip()]
-    return Block(page, line, "\n".join(code) + "\n", fragment, tuple(needs))
+    return Block(page, line, "\n".join(code) + "\n", fragment, tuple(needs), run_by)
 
 
 def all_blocks() -> list[Block]:

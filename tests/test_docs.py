@@ -24,6 +24,7 @@ from tests.docs_blocks import (
     SOUND_CARD,
     Block,
     all_blocks,
+    blocks,
     compiled,
     pages,
     run_block,
@@ -31,7 +32,7 @@ from tests.docs_blocks import (
 from tests.store.conftest import _why_no_postgres
 
 BLOCKS = all_blocks()
-RUNNABLE = [b for b in BLOCKS if b.fragment is None]
+RUNNABLE = [b for b in BLOCKS if b.fragment is None and b.run_by is None]
 
 
 @pytest.mark.parametrize("block", RUNNABLE, ids=lambda b: b.id)
@@ -121,11 +122,42 @@ def test_a_block_says_what_to_install_that_no_extra_brings(block: Block) -> None
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=lambda b: b.id)
-def test_block_is_a_program_or_says_it_is_a_fragment(block: Block) -> None:
-    if block.fragment is None:
-        compiled(block)  # a SyntaxError names the page and line
-    else:
-        assert len(block.fragment) > 3, f"{block.id}: say why it is a fragment"
+def test_every_python_block_runs_here_or_in_the_test_it_names(block: Block) -> None:
+    assert block.fragment is None, (
+        f"{block.id} is marked '# fragment: {block.fragment}' and never runs: make it a program "
+        "(the tests run it), name the test that runs it ('# run by: tests/...'), or write it as "
+        "prose"
+    )
+    compiled(block)  # a SyntaxError names the page and line
+    if block.run_by is not None:
+        runner = ROOT / block.run_by
+        assert runner.is_file(), f"{block.id}: '# run by: {block.run_by}' names no test file"
+        # It reads the block from the page through tests/docs_blocks.py, by this marker.
+        text = runner.read_text(encoding="utf-8")
+        assert "docs_blocks" in text, f"{block.id}: {block.run_by} does not read the page's block"
+        assert block.page.name in text, f"{block.id}: {block.run_by} does not read {block.page}"
+
+
+def test_no_python_block_escapes_the_collector(tmp_path: Path) -> None:
+    """Any fence CommonMark reads as Python is collected (then run, or refused as a fragment):
+    indented in a list, with tildes, spelled python3, Python or pycon."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# A page\n\n1. In a list:\n\n   ```python\n   x = 1\n   ```\n\n"
+        "~~~py\ny = 2\n~~~\n\n```Python3\nz = 3\n```\n\n````pycon title\nw = 4\n````\n\n"
+        "```sh\nnot = python\n```\n\n```python\n# fragment: a listing\nv(5)\n```\n",
+        encoding="utf-8",
+    )
+    found = blocks(page)
+    assert [b.source for b in found] == [
+        "x = 1\n",
+        "y = 2\n",
+        "z = 3\n",
+        "w = 4\n",
+        "# fragment: a listing\nv(5)\n",
+    ]
+    assert [b.line for b in found] == [6, 10, 14, 18, 26]
+    assert found[-1].fragment == "a listing"
 
 
 def test_the_collector_finds_the_pages_and_their_blocks() -> None:

@@ -267,3 +267,20 @@ def test_guardrail_results_are_checked() -> None:
 
     assert asyncio.run(fine.run(agent, "bad")) == GuardrailResult(tripwire_triggered=True)
     assert fine.name == "fine"
+
+
+def test_a_bare_guardrail_function_is_refused_with_the_decorator_to_use() -> None:
+    """docs/agents.md: a guardrail is a function declared with the decorator (as a tool is
+    declared with @function_tool); a bare one is refused at once, saying which decorator."""
+
+    def no_prices(agent: RealtimeAgent, text: str) -> bool:
+        return "$" in text
+
+    with pytest.raises(ConfigurationError, match="decorate it with @output_guardrail"):
+        RealtimeAgent(name="a", output_guardrails=[no_prices])  # type: ignore[list-item]
+    with pytest.raises(ConfigurationError, match="decorate it with @input_guardrail"):
+        RealtimeAgent(name="a", input_guardrails=[no_prices])  # type: ignore[list-item]
+    with pytest.raises(ConfigurationError, match="expected a function decorated with"):
+        RealtimeAgent(name="a", output_guardrails=["no_prices"])  # type: ignore[list-item]
+    declared = RealtimeAgent(name="a", output_guardrails=[output_guardrail(no_prices)])
+    assert [g.name for g in declared.output_guardrails] == ["no_prices"]

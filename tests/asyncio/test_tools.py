@@ -29,6 +29,7 @@ from voxwire.agents import (
 from voxwire.asyncio import RealtimeSession
 from voxwire.asyncio.connection.transport import ConnectRequest, Transport, connect_websocket
 from voxwire.asyncio.events import (
+    ConversationItemAddedEvent,
     ErrorEvent,
     FunctionToolsExecutedEvent,
     SpeechCreatedEvent,
@@ -420,5 +421,40 @@ def test_the_server_closing_while_a_tool_runs_leaves_no_task() -> None:
         assert session.background_tasks == 0
         await session.close()
         assert_only_current_task()
+
+    run(body())
+
+
+def test_conversation_item_added_comes_once_per_item_when_it_is_complete() -> None:
+    """docs/agents.md: ``conversation_item_added`` — once per item, when it is complete (the
+    server's ``conversation.item.done``): through a real session on the local server, for the
+    user's message, the tool call, its output and the answer, each with its final content."""
+    get_weather, _ = counting_tool(answer=lambda city: {"temperature": 21})
+    agent = RealtimeAgent(name="forecaster", instructions="Answer.", tools=[get_weather])
+
+    async def body() -> None:
+        async with agent_session(agent, WEATHER) as session:
+            events = await ask(session, "what is the weather?")
+            added = [e.item for e in of_type(events, ConversationItemAddedEvent)]
+            assert [i.item_id for i in added] == [i.item_id for i in session.history]
+            user, call, output, answer = added
+            assert (user.role, user.text) == ("user", "what is the weather?")
+            assert isinstance(call, HistoryFunctionCall)
+            assert (call.name, json.loads(call.arguments)) == ("get_weather", {"city": "Paris"})
+            assert isinstance(output, HistoryFunctionCallOutput)
+            assert (output.call_id, json.loads(output.output)) == (
+                call.call_id,
+                {"temperature": 21},
+            )
+            assert answer.role == "assistant"
+            assert answer.text == 'Tool said: {"temperature":21}' == last_assistant_text(session)
+            # Complete means after the item's last delta: the answer's comes after its text.
+            order = [e.type for e in events]
+            last_delta = len(order) - 1 - order[::-1].index("assistant_transcript_delta")
+            assert order.index("conversation_item_added", last_delta) > last_delta
+            # Once: a second turn announces only its own two items.
+            more = await ask(session, "hello")
+            again = [e.item.item_id for e in of_type(more, ConversationItemAddedEvent)]
+            assert again == [i.item_id for i in session.history[4:]]
 
     run(body())

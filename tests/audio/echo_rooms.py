@@ -8,6 +8,7 @@ from functools import cache
 import numpy as np
 import numpy.typing as npt
 
+from tests.audio.speech import spoken
 from voxwire.audio import EchoCanceller, Resampler
 from voxwire.audio.room import RoomPath, cough, level_dbfs, room_impulse_response, scale_to_dbfs
 
@@ -22,10 +23,10 @@ USER_LINE = "Actually, could you move it to Friday instead?"
 
 @cache
 def speech(text: str, voice: str) -> npt.NDArray[np.float64]:
-    from voxwire.server.engines.tts import EspeakEngine
-
-    spoken = EspeakEngine.shared().synthesize(text, voice)
-    return Resampler(spoken.rate_hz, RATE_HZ).process(spoken.pcm).astype(np.float64)
+    """The line as a fresh engine speaks it (tests/audio/speech.py: never what the process's
+    shared engine happens to make of it after whatever it said before)."""
+    pcm, rate_hz = spoken(text, voice)
+    return Resampler(rate_hz, RATE_HZ).process(pcm).astype(np.float64)
 
 
 @dataclass

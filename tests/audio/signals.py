@@ -1,6 +1,10 @@
-"""Signal generation and measurement helpers for the audio quality tests (numpy only)."""
+"""Signal generation and measurement helpers for the audio quality tests (numpy only), and
+:func:`until` for the tests that wait on a real-time thread."""
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -43,3 +47,12 @@ def spectrum_db(y: npt.NDArray[np.float64], reference: float) -> npt.NDArray[np.
     win = np.kaiser(len(y), 24.0)
     mag = np.abs(np.fft.rfft(y * win)) * 2 / win.sum()
     return 20 * np.log10(np.maximum(mag, 1e-30) / reference)
+
+
+def until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Poll ``condition`` (another thread makes it true) until it holds: a test waits for what
+    it needs to have happened, not for a time it hopes is enough on a loaded machine."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout_s} s"
+        time.sleep(0.005)

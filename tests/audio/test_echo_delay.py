@@ -113,8 +113,8 @@ def test_a_drifting_delay_is_followed(ppm: float) -> None:
     assert without < 20.0
     assert found >= 30.0
     # The drift is measured within 25 ppm; below 30 ppm it is not compensated (the filter
-    # follows it), though a 10 ppm drift can read as 31 (seen when other tests ran first and
-    # espeak-ng's speech came out slightly different) and then is, without harm to the ERLE.
+    # follows it), though a 10 ppm drift can read as 31 (seen on speech slightly different from
+    # the fixed lines of tests/audio/speech.py) and then is, without harm to the ERLE.
     if abs(ppm) >= 100:
         assert aec.drift_ppm is not None
     if aec.drift_ppm is not None:

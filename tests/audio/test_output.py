@@ -3,13 +3,11 @@ device-rate resampling, G.711, first-sample timings. Real Rust ring, clock and r
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import numpy.typing as npt
 import pytest
 
-from tests.audio.signals import fit_sine, sine, to_int16
+from tests.audio.signals import fit_sine, sine, to_int16, until
 from voxwire.audio import AudioOutput, MemoryOutput, g711
 from voxwire.exceptions import ConfigurationError
 
@@ -246,9 +244,12 @@ def test_interrupt_from_another_thread_while_the_speaker_runs_in_real_time() -> 
     push_in_deltas(out, "a", const(1234, 2000))
     speaker.start()
     try:
-        time.sleep(0.25)
+        # Once the item plays (waiting for it, not for a time that may not be enough on a
+        # loaded machine), then until the device buffer and the period in flight played out.
+        until(lambda: speaker.played_samples >= 250 * 24)
         (report,) = out.interrupt()  # this thread is the producer; the speaker thread pulls
-        time.sleep(0.1)
+        at_interrupt = speaker.played_samples
+        until(lambda: speaker.played_samples >= at_interrupt + 100 * 24)
     finally:
         speaker.stop()
     heard_in_total = int(np.count_nonzero(speaker.played() == 1234))

@@ -4,13 +4,13 @@ SIP trunk: the caller presses an account number, the agent looks it up and trans
 from __future__ import annotations
 
 import asyncio
-import re
 import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.docs_blocks import ROOT, blocks
 from tests.server.helpers import FAST
 from voxwire.server import RealtimeServer, Scenario
 from voxwire.server.phone import Caller, Pause, Press
@@ -18,7 +18,7 @@ from voxwire.server.sip import SipTrunk
 
 from .conftest import SECRET, serving_asgi
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "telephony.md"
+DOC = ROOT / "docs" / "telephony.md"
 SCENARIO = Scenario.from_mapping(
     {
         "rules": [
@@ -38,11 +38,11 @@ SCENARIO = Scenario.from_mapping(
 
 
 def example_source() -> str:
-    match = re.search(
-        r"```python\n(?:# fragment:[^\n]*\n)?(# phone\.py.*?)```", DOC.read_text(), re.S
-    )
-    assert match is not None, "the example app is gone from docs/telephony.md"
-    return match.group(1)
+    """The block of docs/telephony.md marked '# run by:' this file (tests/docs_blocks.py)."""
+    mine = Path(__file__).resolve().relative_to(ROOT).as_posix()
+    found = [b for b in blocks(DOC) if b.run_by == mine]
+    assert len(found) == 1, f"the example app marked '# run by: {mine}' is gone from {DOC.name}"
+    return "\n" * (found[0].line - 1) + found[0].source  # tracebacks name the page's lines
 
 
 def test_the_documented_example_app_takes_a_call(monkeypatch: pytest.MonkeyPatch) -> None:

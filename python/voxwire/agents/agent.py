@@ -112,20 +112,29 @@ class RealtimeAgent:
                 )
         for guardrail in self.output_guardrails:
             if not isinstance(guardrail, OutputGuardrail):
-                raise ConfigurationError(
-                    f"agent {self.name!r}: output guardrail {guardrail!r} is invalid: expected "
-                    "an OutputGuardrail (voxwire.agents.output_guardrail)"
-                )
+                raise ConfigurationError(_undeclared(self.name, "output", guardrail))
         for check in self.input_guardrails:
             if not isinstance(check, InputGuardrail):
-                raise ConfigurationError(
-                    f"agent {self.name!r}: input guardrail {check!r} is invalid: expected an "
-                    "InputGuardrail (voxwire.agents.input_guardrail)"
-                )
+                raise ConfigurationError(_undeclared(self.name, "input", check))
         object.__setattr__(self, "input_guardrails", tuple(self.input_guardrails))
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "handoffs", tuple(self.handoffs))
         object.__setattr__(self, "output_guardrails", tuple(self.output_guardrails))
+
+
+def _undeclared(agent: str, stage: str, check: object) -> str:
+    """Why ``check`` is no guardrail; a bare function is told which decorator declares it (the
+    name it reports, as ``@function_tool`` declares a tool)."""
+    decorator = f"@{stage}_guardrail"
+    if callable(check):
+        return (
+            f"agent {agent!r}: {stage} guardrail {check!r} is a bare function: decorate it with "
+            f"{decorator} (from voxwire.agents) to declare it as a guardrail"
+        )
+    return (
+        f"agent {agent!r}: {stage} guardrail {check!r} is invalid: expected a function "
+        f"decorated with {decorator} (from voxwire.agents)"
+    )
 
 
 async def resolve_instructions(agent: RealtimeAgent) -> str | None:

@@ -143,6 +143,7 @@ function drawItems(g, model, x, y, scale, width) {
   // cut itself.
   const drawn = [...model.items.values()].filter((it) => !(it.firstHeard === null && (it.cut !== null || it.deleted)));
   const starts = drawn.map((it) => x(it.firstHeard ?? it.arrived)).sort((a, b) => a - b);
+  const labels = [];
   for (const it of drawn) {
     const start = it.firstHeard ?? it.arrived;
     const received = Math.max(it.received ?? 0, it.heard);
@@ -159,9 +160,41 @@ function drawItems(g, model, x, y, scale, width) {
       const dropped = `${received - it.cut} ms received and never heard`;
       titled(el(g, "rect", { x: cx, y: y + LANE_H - 10, width: Math.max(0, Math.min(room, ((received - it.cut) / 1000) * scale)), height: 6, class: "dropped" }), dropped);
       el(g, "line", { x1: cx, x2: cx, y1: y + 1, y2: y + LANE_H - 1, class: "cut" });
-      el(g, "text", { x: cx + 3, y: y + 14, class: "cut-label" }, `cut ${it.cut} ms${it.truncated === null ? "" : " ✓"}`);
+      labels.push({ x: cx + 3, text: `cut ${it.cut} ms${it.truncated === null ? "" : " ✓"}` });
     }
   }
+  drawCutLabels(g, labels, y);
+}
+
+// Cut labels, each { x, width } (its wanted left edge and its width), placed left to right: on
+// the first row where it clears the label before it by `gap`, else on the row that frees first,
+// moved right just past that label. Returns [{ x, row }] in the input order.
+export function layoutLabels(labels, rows = 2, gap = 4) {
+  const ends = new Array(rows).fill(-Infinity);
+  const placed = new Array(labels.length);
+  const order = labels.map((_, i) => i).sort((a, b) => labels[a].x - labels[b].x);
+  for (const i of order) {
+    let row = ends.findIndex((end) => end + gap <= labels[i].x);
+    let at = labels[i].x;
+    if (row < 0) {
+      row = ends.indexOf(Math.min(...ends));
+      at = ends[row] + gap;
+    }
+    ends[row] = at + labels[i].width;
+    placed[i] = { x: at, row };
+  }
+  return placed;
+}
+
+function drawCutLabels(g, labels, y) {
+  // Drawn first, measured (11 px bold: ~7 px a character where the text is not laid out yet),
+  // then moved to their places: two cuts close together get two rows, a third goes right.
+  const nodes = labels.map((l) => el(g, "text", { x: l.x, y: y + 13, class: "cut-label" }, l.text));
+  const widths = nodes.map((node, n) => node.getComputedTextLength() || labels[n].text.length * 7);
+  layoutLabels(labels.map((l, n) => ({ x: l.x, width: widths[n] }))).forEach((place, n) => {
+    nodes[n].setAttribute("x", place.x);
+    nodes[n].setAttribute("y", y + 13 + place.row * 13);
+  });
 }
 
 function drawArrivals(g, model, x, y) {
@@ -224,13 +257,44 @@ function drawLatency(container, turns, width) {
   });
 }
 
-function drawTranscripts(container, transcripts) {
+// `text` split where the listener stopped hearing it: at the space nearest the heard share of
+// the audio received (an estimate: the transcript taken to span that audio at an even rate; the
+// cut itself is exact). The same rule as the console's (voxwire/console.py, split_heard).
+export function splitHeard(text, heardMs, receivedMs) {
+  if (receivedMs <= 0 || heardMs <= 0) return ["", text.trim()];
+  if (heardMs >= receivedMs) return [text.trim(), ""];
+  const target = Math.round((text.length * heardMs) / receivedMs);
+  let at = text.length;
+  for (let i = 0; i < text.length; i++) {
+    if (/\s/.test(text[i]) && (at === text.length || Math.abs(i - target) < Math.abs(at - target))) at = i;
+  }
+  return [text.slice(0, at).trim(), text.slice(at).trim()];
+}
+
+function unheardOf(model, r) {
+  // [heard, not heard] of an assistant transcript whose item was cut (or deleted unheard); null
+  // when all of it was played.
+  const it = r.role === "assistant" ? model.items.get(`${r.item_id}/0`) : undefined;
+  if (!it || !(it.deleted || it.cut !== null)) return null;
+  if (it.cut === null) return it.heard === 0 ? ["", r.text.trim()] : null;
+  return splitHeard(r.text, it.cut, Math.max(it.received ?? 0, it.heard));
+}
+
+function drawTranscripts(container, model) {
   const list = document.createElement("ol");
   list.className = "transcripts";
-  for (const r of transcripts) {
+  for (const r of model.transcripts) {
     const li = document.createElement("li");
     li.className = r.role;
-    li.textContent = `${r.t.toFixed(2)} s  ${r.role}: ${r.text}`;
+    const parts = unheardOf(model, r);
+    li.textContent = `${r.t.toFixed(2)} s  ${r.role}: ` + (parts === null ? r.text : `"${parts[0]}"`);
+    if (parts !== null && parts[1]) {
+      const rest = document.createElement("span");
+      rest.className = "not-heard";
+      rest.title = "received but never played: the listener cut it off (the word is estimated)";
+      rest.textContent = `  [not heard: "${parts[1]}"]`;
+      li.appendChild(rest);
+    }
     list.appendChild(li);
   }
   container.appendChild(list);
@@ -253,7 +317,7 @@ export function renderTimeline(container, records, options = {}) {
     DRAW[n](el(svg, "g", { class: `lane-${n}` }), model, x, y, scale, width);
   });
   drawLatency(container, model.turns, width);
-  drawTranscripts(container, model.transcripts);
+  drawTranscripts(container, model);
   return model;
 }
 
