@@ -31,8 +31,10 @@ def item(n: int) -> PutItem:
     return PutItem(item=StoredItem(id=f"i{n}", position=n, wire=user(f"i{n}", "x")))
 
 
-def child(backend: Backend, cid: str, mode: str, ttl_s: float) -> subprocess.Popen[str]:
-    return spawn("tests.store.lease_child", *backend.argv(), cid, mode, str(ttl_s))
+def child(
+    backend: Backend, cid: str, mode: str, ttl_s: float, *holder: str
+) -> subprocess.Popen[str]:
+    return spawn("tests.store.lease_child", *backend.argv(), cid, mode, str(ttl_s), *holder)
 
 
 def test_a_second_writer_is_refused_until_the_lease_is_released(backend: Backend) -> None:
@@ -187,7 +189,8 @@ def test_a_dead_holders_lease_expires_and_the_conversation_is_taken_over(
     async def body() -> None:
         store = await backend.open()
         await store.create("orphan")
-        process = child(backend, "orphan", "hold", ttl_s)
+        # Named like a holder on another machine: nothing here can tell it died; it expires.
+        process = child(backend, "orphan", "hold", ttl_s, "agent-on-another-machine")
         assert process.stdout is not None
         held = await asyncio.to_thread(process.stdout.readline)
         assert held.startswith("held 1 "), held + (process.stderr.read() if process.stderr else "")
