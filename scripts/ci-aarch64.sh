@@ -12,41 +12,45 @@
 #     PlaybackClock, ItemPlayback, and AudioInput / AudioOutput above them), then `voxwire demo`
 #     end to end (tests/test_demo.py's JSON test) and prints `voxwire info`.
 #
-# Nothing is cached: the root is built and removed each run. Without root or apt-get (or where
-# binfmt_misc cannot be mounted, e.g. an unprivileged container) it skips, saying why.
+# Nothing is cached: the root is built and removed each run. The wheels (step 1) are built and
+# auditwheel-checked in every run; steps 2 and 3 need root, apt-get and binfmt_misc on an x86-64
+# host, and only they are skipped, saying why, where one of those is missing (e.g. an
+# unprivileged container): the run then ends with status 0 after the wheels.
 #   VOXWIRE_ARM64_ROOT=/path  reuse (or create and keep) the arm64 root there, for local runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 
-skip() {
-    echo "aarch64 emulation run SKIPPED: $*"
-    exit 0
-}
 t0=$(date +%s)
 step() { printf '\n== [aarch64 %ss] %s\n' "$(($(date +%s) - t0))" "$*"; }
-
-[ "$(uname -m)" = x86_64 ] || skip "the host is $(uname -m), not x86-64"
-[ "$(id -u)" = 0 ] || skip "needs root (apt-get, binfmt_misc, debootstrap, chroot)"
-command -v apt-get >/dev/null || skip "no apt-get: needs Debian's qemu-user-static and debootstrap"
-
-step "Debian packages: qemu-user-static, debootstrap, the aarch64 cross linker"
-apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    qemu-user-static debootstrap gcc-aarch64-linux-gnu libc6-dev-arm64-cross >/dev/null
+why_not="" # why the emulated run (steps 2 and 3) cannot run here; empty: it runs
+cannot_emulate() { [ -n "$why_not" ] || why_not=$*; }
 
 # No systemd here: mount binfmt_misc and register qemu's aarch64 entry ourselves. Its F flag
 # makes the kernel open the interpreter now, so it also works inside the chroot.
-binfmt=/proc/sys/fs/binfmt_misc
-if [ ! -e "$binfmt/register" ]; then
-    mount -t binfmt_misc binfmt_misc "$binfmt" 2>/dev/null \
-        || skip "cannot mount binfmt_misc (an unprivileged container?)"
+binfmt_ready() {
+    local binfmt=/proc/sys/fs/binfmt_misc
+    if [ ! -e "$binfmt/register" ]; then
+        mount -t binfmt_misc binfmt_misc "$binfmt" 2>/dev/null \
+            || { cannot_emulate "cannot mount binfmt_misc (an unprivileged container?)"; return; }
+    fi
+    if [ ! -e "$binfmt/qemu-aarch64" ]; then
+        cat /usr/lib/binfmt.d/qemu-aarch64.conf >"$binfmt/register" \
+            || { cannot_emulate "cannot register qemu-aarch64 with binfmt_misc"; return; }
+    fi
+    grep -qx enabled "$binfmt/qemu-aarch64" || cannot_emulate "binfmt_misc entry qemu-aarch64 is disabled"
+}
+
+[ "$(uname -m)" = x86_64 ] || cannot_emulate "the host is $(uname -m), not x86-64"
+[ "$(id -u)" = 0 ] || cannot_emulate "needs root (apt-get, binfmt_misc, debootstrap, chroot)"
+command -v apt-get >/dev/null || cannot_emulate "no apt-get: needs Debian's qemu-user-static and debootstrap"
+if [ -z "$why_not" ]; then
+    step "Debian packages: qemu-user-static, debootstrap, the aarch64 cross linker"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        qemu-user-static debootstrap gcc-aarch64-linux-gnu libc6-dev-arm64-cross >/dev/null
+    binfmt_ready
 fi
-if [ ! -e "$binfmt/qemu-aarch64" ]; then
-    cat /usr/lib/binfmt.d/qemu-aarch64.conf >"$binfmt/register" \
-        || skip "cannot register qemu-aarch64 with binfmt_misc"
-fi
-grep -qx enabled "$binfmt/qemu-aarch64" || skip "binfmt_misc entry qemu-aarch64 is disabled"
 
 step "wheels (scripts/build-wheels.sh)"
 work=$(mktemp -d /tmp/voxwire-aarch64.XXXXXX)
@@ -65,15 +69,20 @@ cleanup() {
 }
 trap cleanup EXIT
 # The arm64 root is built in the background while the wheels and the Rust tests compile (on two
-# cores, compiling with LTO and emulating dpkg each keep one busy).
-if [ ! -x "$root/usr/bin/python3" ]; then
+# cores, compiling with LTO and emulating dpkg each keep one busy). debootstrap's own default
+# mirror is used.
+if [ -z "$why_not" ] && [ ! -x "$root/usr/bin/python3" ]; then
     debootstrap --arch=arm64 --variant=minbase --include=python3,python3-venv \
-        bookworm "$root" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1 &
+        bookworm "$root" >"$work/debootstrap.log" 2>&1 &
     debootstrap_pid=$!
 fi
-rustup target add aarch64-unknown-linux-gnu
 scripts/build-wheels.sh "$work/dist"
 wheel=$(ls "$work"/dist/voxwire-*manylinux_2_17_aarch64.whl)
+if [ -n "$why_not" ]; then
+    echo "aarch64 emulated run SKIPPED: $why_not (both wheels above were built and checked)"
+    exit 0
+fi
+rustup target add aarch64-unknown-linux-gnu
 
 step "Rust core tests for aarch64 under qemu-user"
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc

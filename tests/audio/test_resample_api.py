@@ -54,6 +54,24 @@ def test_every_input_type_gives_the_same_output() -> None:
     np.testing.assert_array_equal(Resampler(16000, 24000).process(stereo[::2]), expected)
 
 
+def test_output_len_is_exact_for_huge_counts_and_refuses_past_a_machine_word() -> None:
+    # 2**60 * 160 / 147: a u64 product wrapped before (125488054923194229).
+    assert Resampler(44100, 48000).output_len(2**60) == 1254880549231942287
+    up = Resampler(8000, 48000)
+    assert up.output_len((2**64 - 1) // 6) == (2**64 - 1) // 6 * 6
+    with pytest.raises(OverflowError, match="pass the input in smaller chunks"):
+        up.output_len((2**64 - 1) // 6 + 1)
+    with pytest.raises(OverflowError):
+        up.output_len(2**64)
+    with pytest.raises(OverflowError):
+        up.output_len(-1)
+    assert Resampler(48000, 8000).output_len(2**64 - 1) == -(-(2**64 - 1) // 6)
+    # After some input too: I inputs in all give ceil(I * 160 / 147) outputs, exactly.
+    r = Resampler(44100, 48000)
+    produced = len(r.process(SIGNAL[:441]))
+    assert r.output_len(2**60) == -(-(441 + 2**60) * 160 // 147) - produced
+
+
 def test_float_and_int16_paths_share_the_filter() -> None:
     r16 = Resampler(44100, 24000)
     rf = Resampler(44100, 24000)

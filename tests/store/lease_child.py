@@ -1,6 +1,6 @@
 """Another process on the same store, for the lease tests (``python -m tests.store.lease_child``).
 
-Arguments: BACKEND TARGET SCHEMA CONVERSATION MODE TTL_S.
+Arguments: BACKEND TARGET SCHEMA CONVERSATION MODE TTL_S [HOLDER: the default holder if not given].
 
 * ``hold``: hold the conversation (acquire + background renewal), print ``held TOKEN HOLDER``,
   then write one item with the lease every 50 ms, printing ``wrote ITEM_ID`` after each, until
@@ -22,10 +22,11 @@ from voxwire.store import PutItem, StoredItem
 
 async def main(argv: list[str]) -> None:
     name, target, schema, conversation_id, mode, ttl = argv[:6]
+    holder = argv[6] if len(argv) > 6 else None
     store = await Backend(name, target, "" if schema == "-" else schema).open()
     try:
         if mode == "hold":
-            held = await store.hold(conversation_id, ttl_s=float(ttl))
+            held = await store.hold(conversation_id, ttl_s=float(ttl), holder=holder)
             print(f"held {held.lease.token} {held.lease.holder}", flush=True)
             for n in range(1_000_000):
                 item = StoredItem(

@@ -1,9 +1,9 @@
 """A session process for the crash tests (``python -m tests.store.session_child``), killed by
 the test with SIGKILL at a point it announces on stdout.
 
-Arguments: BACKEND TARGET SCHEMA URL CONVERSATION MODE WORKDIR. The session (agent
-:func:`agents`, text only, turn detection off) records CONVERSATION into the store, asks one
-question and waits for its answer (``turn done``), then, by MODE:
+Arguments: BACKEND TARGET SCHEMA URL CONVERSATION MODE WORKDIR [LEASE_TTL_S, 0.5 by default].
+The session (agent :func:`agents`, text only, turn detection off) records CONVERSATION into the
+store, asks one question and waits for its answer (``turn done``), then, by MODE:
 
 * ``response``: asks for a long story; ``story started`` at the first transcript delta;
 * ``tool``: asks for the weather; the tool notes its run in WORKDIR/ran, prints ``tool running``
@@ -67,7 +67,8 @@ def agents(workdir: Path, *, gate: bool) -> RealtimeAgent:
 
 
 async def main(argv: list[str]) -> None:
-    name, target, schema, url, conversation_id, mode, workdir = argv
+    name, target, schema, url, conversation_id, mode, workdir = argv[:7]
+    ttl_s = float(argv[7]) if len(argv) > 7 else 0.5  # killed: its lease frees the conversation
     store = await Backend(name, target, "" if schema == "-" else schema).open()
     agent = agents(Path(workdir), gate=True)
     session = RealtimeSession(
@@ -76,7 +77,7 @@ async def main(argv: list[str]) -> None:
         config=MANUAL,
         store=store,
         conversation_id=conversation_id,
-        lease_ttl_s=0.5,  # killed: its lease frees the conversation soon after
+        lease_ttl_s=ttl_s,
     )
     async with session:
         await session.send_message("hello there")

@@ -5,8 +5,11 @@ and on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import socket
 import subprocess
+import sys
 import time
 
 import pytest
@@ -21,14 +24,17 @@ from voxwire.exceptions import (
     StoreError,
 )
 from voxwire.store import ConversationStore, PutItem, SetAgent, StoredItem
+from voxwire.store.lease import dead_here, default_holder, describe_holder
 
 
 def item(n: int) -> PutItem:
     return PutItem(item=StoredItem(id=f"i{n}", position=n, wire=user(f"i{n}", "x")))
 
 
-def child(backend: Backend, cid: str, mode: str, ttl_s: float) -> subprocess.Popen[str]:
-    return spawn("tests.store.lease_child", *backend.argv(), cid, mode, str(ttl_s))
+def child(
+    backend: Backend, cid: str, mode: str, ttl_s: float, *holder: str
+) -> subprocess.Popen[str]:
+    return spawn("tests.store.lease_child", *backend.argv(), cid, mode, str(ttl_s), *holder)
 
 
 def test_a_second_writer_is_refused_until_the_lease_is_released(backend: Backend) -> None:
@@ -183,7 +189,8 @@ def test_a_dead_holders_lease_expires_and_the_conversation_is_taken_over(
     async def body() -> None:
         store = await backend.open()
         await store.create("orphan")
-        process = child(backend, "orphan", "hold", ttl_s)
+        # Named like a holder on another machine: nothing here can tell it died; it expires.
+        process = child(backend, "orphan", "hold", ttl_s, "agent-on-another-machine")
         assert process.stdout is not None
         held = await asyncio.to_thread(process.stdout.readline)
         assert held.startswith("held 1 "), held + (process.stderr.read() if process.stderr else "")
@@ -237,3 +244,92 @@ def test_concurrent_acquisitions_have_exactly_one_winner(backend: Backend) -> No
             await s.close()
 
     run(body())
+
+
+def test_a_released_lease_writes_and_renews_no_more(backend: Backend) -> None:
+    async def body() -> None:
+        store = await backend.open()
+        await store.create("c")
+        lease = await store.acquire("c")
+        with pytest.raises(ConversationHeld) as caught:
+            await store.acquire("c", holder="other")
+        # The default holder names its process and host.
+        assert f"(process {os.getpid()} on host {socket.gethostname()})" in str(caught.value)
+        await store.apply("c", [item(0)], lease=lease)
+        await store.release(lease)
+        with pytest.raises(LeaseLost, match=r"\(token 1\) was released"):
+            await store.apply("c", [item(1)], lease=lease)
+        with pytest.raises(LeaseLost, match="was released"):
+            await store.renew(lease)
+        with pytest.raises(LeaseLost, match="was released"):
+            await store.import_snapshot(await store.load("c"), replace=True, lease=lease)
+        # The stale renewal did not hold the conversation for nobody: it is free.
+        again = await store.acquire("c", holder="next")
+        assert again.token == 2
+        with pytest.raises(LeaseLost, match="taken over by next"):
+            await store.apply("c", [item(1)], lease=lease)
+        assert [i.id for i in (await store.load("c")).items] == ["i0"]
+        await store.close()
+
+    run(body())
+
+
+def test_a_killed_holder_on_this_machine_is_taken_over_at_once(backend: Backend) -> None:
+    async def body() -> None:
+        store = await backend.open()
+        await store.create("orphan")
+        process = child(backend, "orphan", "hold", 30.0)  # 30 s: no waiting for it to expire
+        assert process.stdout is not None
+        held = await asyncio.to_thread(process.stdout.readline)
+        assert held.startswith("held 1 "), held + (process.stderr.read() if process.stderr else "")
+        holder = held.split()[2]
+        assert f"(process {process.pid} on host" in describe_holder(holder)
+        assert (await asyncio.to_thread(process.stdout.readline)).startswith("wrote ")
+        with pytest.raises(ConversationHeld, match=f"held by {holder}"):
+            await store.acquire("orphan")  # alive: refused
+        process.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(process.wait)
+        lease = await store.acquire("orphan", holder="heir")  # dead: taken, no waiting
+        assert lease.token == 2
+        await store.apply("orphan", [item(0)], lease=lease)
+        await store.close()
+
+    run(body())
+
+
+def test_only_a_provably_dead_holder_is_taken_over_early(backend: Backend) -> None:
+    """A name that is not this machine's (another host, another boot, another pid namespace, a
+    name given by the application) keeps its lease until it expires, even if no process here
+    has its pid; an exited but unreaped child (a zombie) counts as dead."""
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    while not dead_here(default_holder().replace(f":{os.getpid()}:", f":{zombie.pid}:")):
+        time.sleep(0.01)  # it exits (the zombie stays until wait())
+    gone = default_holder().replace(f":{os.getpid()}:", f":{zombie.pid}:")
+    host, pid, tag, machine = gone.rsplit(":", 3)
+    boot, namespace = machine.split("-")
+    elsewhere = [
+        f"another-{host}:{pid}:{tag}:{machine}",
+        f"{host}:{pid}:{tag}:{'f' * len(boot)}-{namespace}",  # after a reboot
+        f"{host}:{pid}:{tag}:{boot}-1{namespace}",  # in another container
+        f"{host}:{pid}:{tag}:-",
+        f"agent-{pid}",
+    ]
+    assert dead_here(gone)
+    assert not any(dead_here(name) for name in elsewhere)
+    assert not dead_here(default_holder())  # this process
+
+    async def body() -> None:
+        store = await backend.open()
+        for n, name in enumerate([*elsewhere, gone]):
+            await store.create(f"c{n}")
+            await store.acquire(f"c{n}", holder=name, ttl_s=30)
+        for n in range(len(elsewhere)):
+            with pytest.raises(ConversationHeld):
+                await store.acquire(f"c{n}")
+        assert (await store.acquire(f"c{len(elsewhere)}")).token == 2
+        await store.close()
+
+    try:
+        run(body())
+    finally:
+        zombie.wait()

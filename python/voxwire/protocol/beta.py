@@ -26,6 +26,16 @@ response object has ``output_modalities`` in GA and ``modalities`` in beta, and 
 exist only in beta. ``RealtimeProtocol(beta="auto")`` (the default) decides on the first such
 frame and then stays on the chosen decoder.
 
+Sending: a beta server is configured in its own shape. Once the core knows it talks to one
+(``beta=True``, or ``"auto"`` after a telling frame), client events go out as beta has them
+(:func:`beta_client_frame`): ``session.update`` flat — ``modalities``, ``voice``, ``speed``,
+``input_audio_format``, ``output_audio_format``, ``input_audio_transcription``,
+``turn_detection``, ``input_audio_noise_reduction``, ``max_response_output_tokens``, the table
+above read right to left, with ``["audio"]`` sent as ``["text", "audio"]``, formats by their
+beta names (``pcm16``, ``g711_ulaw``, ``g711_alaw``) and GA's session ``type`` left out;
+``response.create``'s output settings the same way; an item's ``output_text``/``output_audio``
+content as ``text``/``audio``. Until the core knows, it sends GA.
+
 GA's ``conversation.item.done`` arrives when an item is final. A beta server announced an item
 once; a completed one (a committed user turn, a created message) is therefore also announced as
 done, while an in-progress assistant item is completed later by ``response.output_item.done``.
@@ -35,6 +45,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Final
+
+import msgspec
 
 from voxwire.protocol._normalize import legacy_format
 from voxwire.protocol.codec import parse_object, server_event_from_mapping
@@ -48,6 +60,7 @@ from voxwire.protocol.server_events import (
 __all__ = [
     "BETA_EVENT_TYPES",
     "BETA_ONLY_TYPES",
+    "beta_client_frame",
     "beta_dialect",
     "decode_beta_server_event",
     "decode_beta_server_mapping",
@@ -144,3 +157,76 @@ def _ga_response(response: dict[str, Any]) -> dict[str, Any]:
             output["format"] = ga_format
         ga["audio"] = {"output": output}
     return ga
+
+
+#: GA audio format type -> the beta format name.
+_BETA_FORMATS: Final = {"audio/pcm": "pcm16", "audio/pcmu": "g711_ulaw", "audio/pcma": "g711_alaw"}
+
+#: Where a GA session's ``audio`` settings go in a beta session.
+_BETA_AUDIO_FIELDS: Final = {
+    ("input", "format"): "input_audio_format",
+    ("input", "transcription"): "input_audio_transcription",
+    ("input", "turn_detection"): "turn_detection",
+    ("input", "noise_reduction"): "input_audio_noise_reduction",
+    ("output", "format"): "output_audio_format",
+    ("output", "voice"): "voice",
+    ("output", "speed"): "speed",
+}
+
+
+def beta_client_frame(kind: str, frame: str) -> str:
+    """A client event's frame (as the core encodes it, GA) in the beta shape: ``session.update``
+    with the session flat, ``response.create`` with the response's output settings flat, items of
+    ``conversation.item.create`` with ``text``/``audio`` content for ``output_text``/
+    ``output_audio``; every other event is the same in both and comes back unchanged."""
+    if kind not in ("session.update", "response.create", "conversation.item.create"):
+        return frame
+    event = msgspec.json.decode(frame)
+    if kind == "session.update":
+        event["session"] = _beta_session(event["session"])
+    elif kind == "response.create" and isinstance(event.get("response"), dict):
+        response = _beta_session(event["response"])
+        if isinstance(response.get("input"), list):
+            response["input"] = [_beta_item(item) for item in response["input"]]
+        event["response"] = response
+    elif kind == "conversation.item.create":
+        event["item"] = _beta_item(event["item"])
+    return msgspec.json.encode(event).decode()
+
+
+def _beta_item(item: Any) -> Any:
+    """An item with GA's assistant content types (``output_text``/``output_audio``) renamed to
+    beta's (``text``/``audio``)."""
+    if not isinstance(item, dict) or not isinstance(item.get("content"), list):
+        return item
+    content = [
+        {**part, "type": _BETA_CONTENT[part["type"]]}
+        if isinstance(part, dict) and part.get("type") in _BETA_CONTENT
+        else part
+        for part in item["content"]
+    ]
+    return {**item, "content": content}
+
+
+_BETA_CONTENT: Final = {"output_text": "text", "output_audio": "audio"}
+
+
+def _beta_session(ga: dict[str, Any]) -> dict[str, Any]:
+    """A GA session (or response parameters: the same fields) flat, as beta has them."""
+    beta = dict(ga)
+    beta.pop("type", None)  # beta sessions have no type
+    audio = beta.pop("audio", None) or {}
+    for (direction, key), name in _BETA_AUDIO_FIELDS.items():
+        section = audio.get(direction) or {}
+        if key in section:
+            value = section[key]
+            if key == "format" and isinstance(value, dict):
+                value = _BETA_FORMATS.get(str(value.get("type")), value)
+            beta[name] = value
+    if "output_modalities" in beta:
+        # GA ["audio"] is speech with its transcript: beta ["text", "audio"].
+        modalities = beta.pop("output_modalities")
+        beta["modalities"] = ["text", "audio"] if modalities == ["audio"] else modalities
+    if "max_output_tokens" in beta:
+        beta["max_response_output_tokens"] = beta.pop("max_output_tokens")
+    return beta

@@ -93,7 +93,8 @@ class RealtimeProtocol(ProtocolState):
 
     ``beta``: ``"auto"`` (default) tells a beta server from a GA one by its first frames and maps
     beta names to GA events if needed (frames are read as mappings until it knows, then GA
-    frames take the fast typed path); ``True`` / ``False`` fix the choice from the start.
+    frames take the fast typed path; client events then go out in the beta shape,
+    :func:`~voxwire.protocol.beta.beta_client_frame`); ``True`` / ``False`` fix it at once.
     ``ids`` makes the ``event_id`` of every client event and the ids of client-created items;
     the default counts deterministically (``vx_evt_1``, ``vx_item_1`` …). ``update_log``: keep
     the application's ``session.update`` changes there, to be made again on a new server session
@@ -116,7 +117,7 @@ class RealtimeProtocol(ProtocolState):
             )
         super().__init__(ids if ids is not None else CounterIds(), update_log, max_history_items)
         # None: not known yet (auto).
-        self._beta: bool | None = None if beta == "auto" else bool(beta)
+        self._beta = None if beta == "auto" else bool(beta)
 
     # --- state ------------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ import msgspec
 
 from voxwire.protocol import server_events as se
 from voxwire.protocol.audio_ledger import AudioLedger
+from voxwire.protocol.beta import beta_client_frame
 from voxwire.protocol.client_events import (
     ClientEvent,
     ConversationItemCreate,
@@ -56,6 +57,8 @@ class ProtocolState:
         self._ids = ids
         self._received: list[ReceivedEvent] = []
         self._outgoing: list[str] = []
+        # The server speaks beta (True), GA (False), or it is not known yet (None).
+        self._beta: bool | None = None
         self._session: SessionConfig | None = None
         self._conversation = ConversationState(max_history_items)
         self._ledger = AudioLedger()
@@ -117,7 +120,8 @@ class ProtocolState:
     def _queue(self, event: _E) -> _E:
         if event.event_id is None:
             event = msgspec.structs.replace(event, event_id=self._ids("event"))
-        self._outgoing.append(encode_event(event))
+        frame = encode_event(event)
+        self._outgoing.append(beta_client_frame(event.type, frame) if self._beta else frame)
         return event
 
     def _create_sent(self, event: ConversationItemCreate) -> None:

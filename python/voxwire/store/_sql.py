@@ -23,6 +23,7 @@ Time in SQL: ``{now}`` in a statement is the database's clock in microseconds si
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from abc import abstractmethod
@@ -59,7 +60,14 @@ from voxwire.store._schema import (
 )
 from voxwire.store._writes import COUNT_ROWS, PUT_ITEM, Step, item_row, op_steps
 from voxwire.store.base import ConversationInfo, ConversationStore
-from voxwire.store.lease import DEFAULT_LEASE_TTL_S, Lease, check_ttl, default_holder
+from voxwire.store.lease import (
+    DEFAULT_LEASE_TTL_S,
+    Lease,
+    check_ttl,
+    dead_here,
+    default_holder,
+    describe_holder,
+)
 from voxwire.store.ops import PutApproval, PutOutput, StoreOp
 from voxwire.store.snapshot import SessionSnapshot, UsageTotals
 
@@ -78,6 +86,7 @@ __all__ = [  # the schema's names are re-exported for the backends
 ]
 
 _EPOCH: Final = moment(0)
+log = logging.getLogger("voxwire.store")
 _json: Final = msgspec.json.Encoder()
 
 _INFO: Final = (
@@ -367,7 +376,10 @@ class SQLStore(ConversationStore):
             if self._leases and lease is None:
                 update += " WHERE conversations.lease_expires <= {now}"
             elif self._leases and lease is not None:
-                update += " WHERE conversations.lease_token = ?"
+                update += (
+                    " WHERE conversations.lease_token = ? "
+                    "AND conversations.lease_holder IS NOT NULL"
+                )
                 params.append(self._token(snapshot.conversation_id, lease))
         sql = (
             f"INSERT INTO conversations (id, created_at, updated_at, agent, usage{columns}) "
@@ -388,24 +400,44 @@ class SQLStore(ConversationStore):
         ttl = check_ttl(ttl_s)
         who = holder if holder is not None else default_holder()
         self._need_leases(cid)
-        take = Step(
-            self._sql(
-                "UPDATE conversations SET lease_holder = ?, lease_token = lease_token + 1, "
-                "lease_expires = {now} + ? WHERE id = ? AND lease_expires <= {now}"
-            ),
-            (who, round(ttl * 1e6), cid),
-        )
-        taken, state = await self._transaction(
-            [take, self._lease_state(cid)], write=True, conversation_id=cid, doing="acquire it"
-        )
-        if not state.rows:
-            raise self._not_found(cid)
-        current, token, expires, now = state.rows[0]
-        if taken.rowcount != 1 or current != who:
+        taken, (current, token, expires, now) = await self._take(cid, who, ttl, None)
+        if not taken and expires > now and current is not None and dead_here(current):
+            # Its process is gone (this machine, this boot): no need to wait for the lease.
+            taken, (current, token, expires, now) = await self._take(
+                cid, who, ttl, (current, token)
+            )
+            if taken:
+                log.info("%s: took over the lease of %s, which is dead", cid, current)
+        if not taken or current != who:
             raise self._held(cid, current, token, expires, now)
         return Lease(
             conversation_id=cid, holder=who, token=token, ttl_s=ttl, expires_at=moment(expires)
         )
+
+    async def _take(
+        self, cid: str, who: str, ttl: float, dead: tuple[str, int] | None
+    ) -> tuple[bool, tuple[Any, ...]]:
+        """Take the lease if it expired (or, with ``dead``: if it is still that dead holder's):
+        whether it was taken, and the lease's state afterwards."""
+        sql = (
+            "UPDATE conversations SET lease_holder = ?, lease_token = lease_token + 1, "
+            "lease_expires = {now} + ? WHERE id = ? AND "
+        )
+        params: tuple[Any, ...] = (who, round(ttl * 1e6), cid)
+        if dead is None:
+            sql += "lease_expires <= {now}"
+        else:
+            sql += "lease_holder = ? AND lease_token = ?"
+            params += dead
+        taken, state = await self._transaction(
+            [Step(self._sql(sql), params), self._lease_state(cid)],
+            write=True,
+            conversation_id=cid,
+            doing="acquire it",
+        )
+        if not state.rows:
+            raise self._not_found(cid)
+        return taken.rowcount == 1, tuple(state.rows[0])
 
     async def renew(self, lease: Lease) -> Lease:
         cid = _check_id(lease.conversation_id)
@@ -413,7 +445,7 @@ class SQLStore(ConversationStore):
         extend = Step(
             self._sql(
                 "UPDATE conversations SET lease_expires = {now} + ? WHERE id = ? "
-                "AND lease_token = ?"
+                "AND lease_token = ? AND lease_holder IS NOT NULL"
             ),
             (round(lease.ttl_s * 1e6), cid, lease.token),
             required=True,
@@ -460,7 +492,7 @@ class SQLStore(ConversationStore):
         if self._leases and lease is None:
             sql += " AND lease_expires <= {now}"
         elif self._leases and lease is not None:
-            sql += " AND lease_token = ?"
+            sql += " AND lease_token = ? AND lease_holder IS NOT NULL"  # (released: fenced)
             params += (self._token(cid, lease),)
         return Step(self._sql(sql), params, required=True)
 
@@ -490,6 +522,14 @@ class SQLStore(ConversationStore):
         if not state.rows:
             return self._not_found(cid)
         holder, token, expires, now = state.rows[0]
+        if lease is not None and holder is None and token == lease.token:
+            return LeaseLost(
+                f"{subject(self._where, cid)}: the lease of {lease.holder} (token {lease.token}) "
+                "was released, so it writes and renews no more: acquire the conversation again "
+                "to go on writing it",
+                store=self._where,
+                conversation_id=cid,
+            )
         if lease is not None:
             return LeaseLost(
                 f"{subject(self._where, cid)}: the lease of {lease.holder} (token {lease.token}) "
@@ -506,10 +546,12 @@ class SQLStore(ConversationStore):
     ) -> ConversationHeld:
         left_s = max(0.0, (expires - now) / 1e6)
         return ConversationHeld(
-            f"{subject(self._where, cid)} is held by {holder or 'another session'} (lease token "
+            f"{subject(self._where, cid)} is held by "
+            f"{describe_holder(holder) if holder else 'another session'} (lease token "
             f"{token}) for {left_s:.1f} s more unless renewed: another live session is using "
             "it, and two writers would interleave. Close that session first; if its process "
-            "died, the lease expires by itself and the conversation can be taken then",
+            "died, the lease expires by itself and the conversation can be taken then (at once "
+            "on the holder's own machine)",
             store=self._where,
             conversation_id=cid,
         )

@@ -15,7 +15,11 @@ A lease lasts ``ttl_s`` from its last renewal, measured by the database's clock 
 skewed clocks agree. A dead holder stops renewing, its lease expires after at most ``ttl_s``,
 and then the conversation can be acquired again (with the next token).
 :class:`HeldConversation` renews a lease in the background every ``ttl_s / 3`` while it is
-held.
+held. A holder on this machine that provably died does not wait for its lease to run out: the
+default holder name (:func:`default_holder`) says which process holds the lease, on which host,
+boot and pid namespace, and an ``acquire`` there takes the lease of a process that no longer
+runs at once (:func:`dead_here`). A released lease is fenced like a taken-over one: its token
+writes and renews no more.
 """
 
 from __future__ import annotations
@@ -34,7 +38,15 @@ from msgspec import Struct
 
 from voxwire.exceptions import ConfigurationError, ConversationNotFound, LeaseLost, StoreError
 
-__all__ = ["DEFAULT_LEASE_TTL_S", "HeldConversation", "Lease", "check_ttl", "default_holder"]
+__all__ = [
+    "DEFAULT_LEASE_TTL_S",
+    "HeldConversation",
+    "Lease",
+    "check_ttl",
+    "dead_here",
+    "default_holder",
+    "describe_holder",
+]
 
 log = logging.getLogger("voxwire.store")
 
@@ -48,8 +60,9 @@ class LeaseKeeper(Protocol):
     async def release(self, lease: Lease) -> None: ...
 
 
-#: How long a lease lasts without renewal unless told otherwise.
-DEFAULT_LEASE_TTL_S: Final = 30.0
+#: How long a lease lasts without renewal unless told otherwise (renewed every third of it
+#: while held): how long a resume on another machine waits after its holder died.
+DEFAULT_LEASE_TTL_S: Final = 10.0
 
 
 class Lease(Struct, frozen=True, kw_only=True):
@@ -63,9 +76,77 @@ class Lease(Struct, frozen=True, kw_only=True):
     expires_at: datetime
 
 
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="ascii") as file:
+            return file.read()
+    except (OSError, ValueError):
+        return ""
+
+
+def _machine() -> str:
+    """This boot of this machine and this pid namespace (``BOOT-NAMESPACE``), or ``""`` where
+    they cannot be read (then no holder is ever judged dead)."""
+    boot = _read("/proc/sys/kernel/random/boot_id").strip().replace("-", "")[:12]
+    try:
+        namespace = os.readlink("/proc/self/ns/pid").strip("pid:[]")
+    except OSError:
+        return ""
+    return f"{boot}-{namespace}" if boot and namespace.isdigit() else ""
+
+
+_MACHINE: Final = _machine()
+
+
 def default_holder() -> str:
-    """``host:pid:random``: who holds a lease, as error messages name it."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+    """``host:pid:random:boot-pidns``: who holds a lease, as error messages name it (the
+    process, its host, a random tag per lease, and this boot and pid namespace, which let
+    :func:`dead_here` tell that the process is gone)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}:{_MACHINE or '-'}"
+
+
+def _process(holder: str) -> tuple[str, int, str] | None:
+    """(host, pid, machine) of a :func:`default_holder` name, or None for any other name."""
+    parts = holder.rsplit(":", 3)
+    if len(parts) != 4 or not parts[1].isdigit():
+        return None
+    return parts[0], int(parts[1]), parts[3]
+
+
+def describe_holder(holder: str) -> str:
+    """The holder as an error message names it: with its process and host if it is a
+    :func:`default_holder` name."""
+    process = _process(holder)
+    if process is None:
+        return holder
+    return f"{holder} (process {process[1]} on host {process[0]})"
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # (no right to signal it: it exists)
+        return True
+    # Exited but not yet reaped by its parent (a zombie) is dead too.
+    state = _read(f"/proc/{pid}/stat").rpartition(")")[2].split()[:1]
+    return state not in (["Z"], ["X"])
+
+
+def dead_here(holder: str | None) -> bool:
+    """Whether ``holder`` names a process of this machine — same host, same boot, same pid
+    namespace — that no longer runs: its lease can be taken at once. False for any other holder
+    (another machine, a name given with ``holder=``, a process that runs): its lease expires."""
+    process = _process(holder) if holder else None
+    if process is None or not _MACHINE:
+        return False
+    host, pid, machine = process
+    if host != socket.gethostname() or machine != _MACHINE or pid <= 0:
+        return False
+    return not _running(pid)
 
 
 def check_ttl(ttl_s: object) -> float:

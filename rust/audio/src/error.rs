@@ -115,6 +115,11 @@ pub enum ProcessError {
         /// Samples of room given.
         given: usize,
     },
+    /// The output for this many input samples is a count past `usize`: no buffer can hold it.
+    TooLong {
+        /// Input samples asked about.
+        input_len: usize,
+    },
     /// Two streams that must advance together were given in different lengths.
     LengthMismatch {
         /// Samples of the first stream (the microphone).
@@ -141,6 +146,12 @@ impl fmt::Display for ProcessError {
                 f,
                 "output buffer holds {given} samples but {needed} are produced: \
                  size it with output_len()"
+            ),
+            ProcessError::TooLong { input_len } => write!(
+                f,
+                "{input_len} input samples would give more output samples than this machine can \
+                 count ({} at most): pass the input in smaller chunks",
+                usize::MAX
             ),
             ProcessError::LengthMismatch { first, second } => write!(
                 f,

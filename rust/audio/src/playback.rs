@@ -57,14 +57,18 @@ use crate::ring::Producer;
 
 /// `samples` at `from_rate_hz` expressed at `to_rate_hz`, rounded down.
 ///
-/// Exact integer arithmetic (no overflow for any `u64` count and `u32` rates).
+/// Exact integer arithmetic (no overflow for any `u64` count and `u32` rates); a result past
+/// `u64::MAX` (only an upsampled count near `u64::MAX`, which no stream reaches) is `u64::MAX`,
+/// never a wrapped value.
 pub fn convert_samples(samples: u64, from_rate_hz: NonZeroU32, to_rate_hz: NonZeroU32) -> u64 {
-    (u128::from(samples) * u128::from(to_rate_hz.get()) / u128::from(from_rate_hz.get())) as u64
+    let exact = u128::from(samples) * u128::from(to_rate_hz.get()) / u128::from(from_rate_hz.get());
+    u64::try_from(exact).unwrap_or(u64::MAX)
 }
 
 /// Duration of `samples` at `rate_hz` in whole milliseconds, rounded down.
+/// Like [`convert_samples`], `u64::MAX` past it (rates under 1000 Hz), never a wrapped value.
 pub fn samples_to_ms(samples: u64, rate_hz: NonZeroU32) -> u64 {
-    (u128::from(samples) * 1000 / u128::from(rate_hz.get())) as u64
+    u64::try_from(u128::from(samples) * 1000 / u128::from(rate_hz.get())).unwrap_or(u64::MAX)
 }
 
 /// What the clock knows about one item's audio.
@@ -294,6 +298,9 @@ mod tests {
         assert_eq!(convert_samples(4799, hz(48_000), hz(24_000)), 2399);
         assert_eq!(convert_samples(3, hz(8_000), hz(24_000)), 9);
         assert_eq!(convert_samples(u64::MAX, hz(1), hz(1)), u64::MAX);
+        assert_eq!(convert_samples(u64::MAX, hz(24_000), hz(48_000)), u64::MAX); // wrapped before
+        assert_eq!(convert_samples(u64::MAX / 2, hz(24_000), hz(48_000)), u64::MAX - 1);
+        assert_eq!(samples_to_ms(u64::MAX, hz(1)), u64::MAX); // wrapped before
         assert_eq!(samples_to_ms(23, hz(24_000)), 0);
         assert_eq!(samples_to_ms(24, hz(24_000)), 1);
         assert_eq!(samples_to_ms(159, hz(8_000)), 19);

@@ -457,14 +457,14 @@ impl Resampler {
         self.produced = 0;
     }
 
-    /// Exactly how many samples [`Resampler::process_into`] produces for `input_len` more inputs.
-    pub fn output_len(&self, input_len: usize) -> usize {
-        self.outputs_available(self.filled as u64 + input_len as u64)
-    }
-
-    /// Outputs computable once `buf` holds `filled` samples (may exceed the buffer: a count).
-    fn outputs_available(&self, filled: u64) -> usize {
-        outputs_before(filled, self.next_idx as u64, self.phase as u64, self.l as u64, self.m as u64)
+    /// Exactly how many samples [`Resampler::process_into`] produces for `input_len` more inputs;
+    /// [`ProcessError::TooLong`] if that count does not fit in `usize` (computed exactly, in
+    /// 128 bits, whatever `input_len` is).
+    pub fn output_len(&self, input_len: usize) -> Result<usize, ProcessError> {
+        let filled = self.filled as u128 + input_len as u128;
+        let n =
+            outputs_before(filled, self.next_idx as u128, self.phase as u128, self.l as u128, self.m as u128);
+        usize::try_from(n).map_err(|_| ProcessError::TooLong { input_len })
     }
 
     /// Resample `input`, writing exactly `output_len(input.len())` samples to the front of
@@ -493,7 +493,7 @@ impl Resampler {
         mut fill: impl FnMut(usize, &mut [f32]),
         output: &mut [O],
     ) -> Result<usize, ProcessError> {
-        let needed = self.output_len(total);
+        let needed = self.output_len(total)?;
         if output.len() < needed {
             return Err(ProcessError::OutputTooSmall { needed, given: output.len() });
         }
@@ -516,7 +516,8 @@ impl Resampler {
 
     /// Convenience: resample `input` into a new vector.
     pub fn process(&mut self, input: &[i16]) -> Vec<i16> {
-        let mut out = vec![0i16; self.output_len(input.len())];
+        // A slice's length is at most isize::MAX / 2 samples, and L <= MAX_PHASES: it fits.
+        let mut out = vec![0i16; self.output_len(input.len()).expect("an output count of a slice")];
         let n = self.process_into(Pcm::Samples(input), &mut out).expect("sized by output_len");
         out.truncate(n);
         out
@@ -687,18 +688,21 @@ const GROUP: usize = 4;
 /// Number of outputs computable from `a.buf[..a.filled]`, capped at `cap`.
 #[inline(always)]
 fn available(a: &Args<'_>, st: &State, cap: usize) -> usize {
-    outputs_before(a.filled as u64, st.next_idx as u64, st.phase as u64, a.l as u64, a.m as u64).min(cap)
+    // `filled` is at most the buffer's capacity: the count is small, and at most `cap` is kept.
+    outputs_before(a.filled as u128, st.next_idx as u128, st.phase as u128, a.l as u128, a.m as u128)
+        .min(cap as u128) as usize
 }
 
 /// How many outputs, starting with the one at (`next`, `phase`), need only inputs `< filled`:
-/// output k needs input `next + floor((phase + k*M) / L)`.
+/// output k needs input `next + floor((phase + k*M) / L)`. In 128 bits: `filled` may be any
+/// `usize` count plus the buffer's, and `L <= MAX_PHASES`, so `L * filled` cannot overflow.
 #[inline(always)]
-fn outputs_before(filled: u64, next: u64, phase: u64, l: u64, m: u64) -> usize {
+fn outputs_before(filled: u128, next: u128, phase: u128, l: u128, m: u128) -> u128 {
     if filled <= next {
         return 0;
     }
     let r = filled - 1 - next;
-    ((l * (r + 1) - 1 - phase) / m + 1) as usize
+    (l * (r + 1) - 1 - phase) / m + 1
 }
 
 /// Phase and newest input index of output `n` counted from the state.
@@ -1043,6 +1047,24 @@ mod tests {
         let mut out = [0i16; 2];
         let err = r.process_into(Pcm::Samples(&[1i16; 10]), &mut out).unwrap_err();
         assert_eq!(err, ProcessError::OutputTooSmall { needed: 15, given: 2 });
-        assert_eq!(r.output_len(10), 15);
+        assert_eq!(r.output_len(10), Ok(15));
+    }
+
+    #[test]
+    fn output_len_is_exact_for_any_count_and_refuses_what_usize_cannot_hold() {
+        // 2^60 * 160 / 147 wrapped in u64 before (125488054923194229).
+        let r = Resampler::new(44_100, 48_000, Quality::Hq).unwrap();
+        assert_eq!(r.output_len(1 << 60), Ok(1_254_880_549_231_942_287));
+        let up = Resampler::new(8_000, 48_000, Quality::Hq).unwrap();
+        assert_eq!(up.output_len(usize::MAX / 6), Ok(usize::MAX / 6 * 6));
+        assert_eq!(
+            up.output_len(usize::MAX / 6 + 1),
+            Err(ProcessError::TooLong { input_len: usize::MAX / 6 + 1 })
+        );
+        assert_eq!(up.output_len(usize::MAX), Err(ProcessError::TooLong { input_len: usize::MAX }));
+        let down = Resampler::new(48_000, 8_000, Quality::Hq).unwrap();
+        assert_eq!(down.output_len(usize::MAX), Ok(usize::MAX.div_ceil(6)));
+        let msg = up.output_len(usize::MAX).unwrap_err().to_string();
+        assert!(msg.contains("pass the input in smaller chunks"), "{msg}");
     }
 }

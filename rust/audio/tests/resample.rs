@@ -71,8 +71,8 @@ fn le_bytes_and_samples_agree() {
     let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
     let mut r1 = Resampler::new(16_000, 24_000, Quality::Hq).unwrap();
     let mut r2 = Resampler::new(16_000, 24_000, Quality::Hq).unwrap();
-    let mut o1 = vec![0i16; r1.output_len(x.len())];
-    let mut o2 = vec![0i16; r2.output_len(x.len())];
+    let mut o1 = vec![0i16; r1.output_len(x.len()).unwrap()];
+    let mut o2 = vec![0i16; r2.output_len(x.len()).unwrap()];
     r1.process_into(Pcm::Samples(&x), &mut o1).unwrap();
     r2.process_into(Pcm::from_le_bytes(&bytes).unwrap(), &mut o2).unwrap();
     assert_eq!(o1, o2);
@@ -86,7 +86,7 @@ fn float_path_matches_int16_path_before_rounding() {
     let mut ri = Resampler::new(44_100, 24_000, Quality::Hq).unwrap();
     let mut rf = Resampler::new(44_100, 24_000, Quality::Hq).unwrap();
     let yi = ri.process(&x);
-    let mut yf = vec![0f32; rf.output_len(xf.len())];
+    let mut yf = vec![0f32; rf.output_len(xf.len()).unwrap()];
     rf.process_f32_into(&xf, &mut yf).unwrap();
     for (a, b) in yi.iter().zip(&yf) {
         let r = (b * 32768.0).round_ties_even().clamp(-32768.0, 32767.0) as i16;

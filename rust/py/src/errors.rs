@@ -4,7 +4,7 @@
 //! `ValueError` with the core's message (which names the bad value and what is allowed).
 //! Wrong Python types become `TypeError` where they are detected (see `pcm.rs`).
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::PyErr;
 use voxwire_audio::error::{ConfigError, ProcessError};
 use voxwire_audio::mix::MixError;
@@ -13,8 +13,13 @@ pub(crate) fn config(e: ConfigError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
+/// A count past what the machine can hold is `OverflowError`; any other shape problem
+/// `ValueError`.
 pub(crate) fn process(e: ProcessError) -> PyErr {
-    PyValueError::new_err(e.to_string())
+    match e {
+        ProcessError::TooLong { .. } => PyOverflowError::new_err(e.to_string()),
+        _ => PyValueError::new_err(e.to_string()),
+    }
 }
 
 pub(crate) fn mix(e: MixError) -> PyErr {

@@ -38,7 +38,7 @@ impl Resampler {
         pcm: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray1<i16>>> {
         with_pcm(pcm, |input| {
-            let n = self.inner.output_len(input.len());
+            let n = self.inner.output_len(input.len()).map_err(errors::process)?;
             let out = PyArray1::<i16>::zeros(py, n, false);
             {
                 let mut rw = out
@@ -75,7 +75,7 @@ impl Resampler {
                 &owned[..]
             }
         };
-        let mut out = vec![0f32; self.inner.output_len(input.len())];
+        let mut out = vec![0f32; self.inner.output_len(input.len()).map_err(errors::process)?];
         self.inner.process_f32_into(input, &mut out).map_err(errors::process)?;
         Ok(PyArray1::from_vec(py, out))
     }
@@ -104,8 +104,9 @@ impl Resampler {
     }
 
     /// Number of samples the next ``process`` call returns for ``n_samples`` input samples.
-    fn output_len(&self, n_samples: usize) -> usize {
-        self.inner.output_len(n_samples)
+    /// ``OverflowError`` if that count does not fit in a machine word.
+    fn output_len(&self, n_samples: usize) -> PyResult<usize> {
+        self.inner.output_len(n_samples).map_err(errors::process)
     }
 
     #[getter]

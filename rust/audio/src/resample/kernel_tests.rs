@@ -57,7 +57,7 @@ fn run(case: (u32, u32, Quality), kernel: Kernel, x: &[i16]) -> (Vec<i16>, Vec<f
     }
     y.extend(r.flush());
     let xf: Vec<f32> = x.iter().map(|&v| f32::from(v) / 32_768.0).collect();
-    let mut yf = vec![0f32; r.output_len(xf.len())];
+    let mut yf = vec![0f32; r.output_len(xf.len()).unwrap()];
     let n = r.process_f32_into(&xf, &mut yf).unwrap();
     yf.truncate(n);
     (y, yf)
