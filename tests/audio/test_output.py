@@ -128,6 +128,26 @@ def test_underruns_are_counted_with_the_silence_inserted_and_the_end_is_not_one(
     assert np.count_nonzero(speaker.played() == 500) == 100 * 24
 
 
+def test_a_cut_while_starved_stops_the_underrun_count() -> None:
+    # issue 30: the cut arrived while the output was starved; every idle pull after it was
+    # counted as underrun until the next reply played (1,010 ms here instead of 10 ms).
+    out = AudioOutput(24_000)
+    out.push("item_1", 0, bytes(4_800))  # 100 ms
+    for _ in range(11):  # 110 ms of pulls: the ring runs dry in the eleventh
+        out.pull(240)
+    assert (out.underruns, out.underrun_samples) == (1, 240)
+    out.push("item_1", 0, bytes(4_800))  # more arrives (below the prebuffer's wait) ...
+    out.interrupt()  # ... and the user cuts
+    for _ in range(100):
+        out.pull(240)
+    assert (out.underruns, out.underrun_samples) == (1, 240)
+    # The next reply's own underruns still count.
+    out.push("item_2", 0, bytes(4_800))
+    for _ in range(11):
+        out.pull(240)
+    assert (out.underruns, out.underrun_samples) == (2, 480)
+
+
 def test_prebuffer_waits_at_most_its_own_length_and_a_finished_part_plays_at_once() -> None:
     speaker = MemoryOutput(24_000, period_ms=10, prebuffer_ms=50)
     out = speaker.output

@@ -357,6 +357,8 @@ class AudioOutput:
             elif control == "cut":
                 self._paused, self._replay, self._held_count = False, -1, 0
                 self._fade_in_left = 0
+                # What was due is dropped: the silence from here on is no longer an underrun.
+                self._starved, self._waited = False, 0
                 if self._playing:  # the cut buffer fades out as any interruption does
                     self._playing = False
                     self._fade_from, self._fade_left = float(self._last), self._fade
