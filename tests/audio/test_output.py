@@ -164,23 +164,34 @@ def test_prebuffer_waits_at_most_its_own_length_and_a_finished_part_plays_at_onc
 
 
 @pytest.mark.parametrize("device_rate_hz", [48_000, 44_100])
-def test_device_rate_resampling_keeps_the_count_exact(device_rate_hz: int) -> None:
+def test_device_rate_resampling_counts_the_sound_rendered_not_the_warm_up(
+    device_rate_hz: int,
+) -> None:
+    # issue 30: the part's resampler starts with its delay of warm-up before the sound (a click
+    # at the item's first sample is rendered 82 / 76 device samples in, 1.7 ms); counting it as
+    # heard put every cut 1.7 ms (41 item samples) ahead of what was rendered.
     speaker = MemoryOutput(device_rate_hz, period_ms=10, latency_ms=20, prebuffer_ms=0)
     out = speaker.output
-    tone = to_int16(sine(440, 24_000, 24_000, 10_000))
-    push_in_deltas(out, "a", tone)
+    item = np.zeros(24_000, dtype=np.int16)
+    item[0] = 20_000  # a click on the first sample shows where the sound starts
+    item[240:] = to_int16(sine(440, 24_000, 24_000 - 240, 10_000))
+    push_in_deltas(out, "a", item)
     out.end("a", 0)
     period = speaker.period_samples
     latency = out.output_latency_samples
     speaker.advance(37)
     played = speaker.played()
     assert np.all(played[:latency] == 0)
+    sound_starts = int(np.argmax(played[latency : latency + 200]))  # in ring samples
+    assert sound_starts == {48_000: 82, 44_100: 76}[device_rate_hz]
     heard_ring = 37 * period - latency
     (report,) = out.interrupt()
     assert report.rate_hz == 24_000
-    assert report.played_samples == heard_ring * 24_000 // device_rate_hz
+    rendered = (heard_ring - sound_starts) * 24_000 // device_rate_hz  # item samples of sound
+    assert rendered - 1 <= report.played_samples <= rendered  # never ahead, within one sample
     assert report.played_ms == report.played_samples * 1000 // 24_000
-    amplitude, _, resid = fit_sine(played[latency:], 440, device_rate_hz, 400)
+    assert report.queued_samples == 24_000  # the warm-up is not the item's audio either
+    amplitude, _, resid = fit_sine(played[latency + 1_000 :], 440, device_rate_hz, 400)
     assert abs(amplitude - 10_000) < 20
     assert np.sqrt(np.mean(resid**2)) < 10
 
@@ -194,8 +205,9 @@ def test_g711_items_are_reported_at_8_khz() -> None:
     speaker.advance(13)
     (report,) = out.interrupt()
     assert report.rate_hz == 8_000
-    assert report.played_samples == 13 * 480 // 3
-    assert report.played_ms == 260
+    # The 8 -> 24 kHz resampler's first 124 ring samples (5.2 ms) are its warm-up, not heard.
+    assert report.played_samples == (13 * 480 - 124) // 3
+    assert report.played_ms == 254
 
 
 def test_interrupt_before_the_first_sample_reports_both_items_unstarted() -> None:
