@@ -240,6 +240,23 @@ def test_first_sample_time_is_when_the_speaker_played_it() -> None:
     assert timing.first_sample_delay_ms == pytest.approx(50.0)  # 20 ms waiting + 30 ms latency
 
 
+def test_first_sample_time_at_48_khz_is_when_the_sound_is_heard_not_the_warm_up() -> None:
+    speaker = MemoryOutput(48_000, period_ms=10, latency_ms=30, prebuffer_ms=0)
+    out = speaker.output
+    item = np.zeros(4_800, dtype=np.int16)
+    item[0] = 20_000  # the click on the item's first sample, rendered after the warm-up
+    push_in_deltas(out, "a", item)
+    out.end("a", 0)
+    speaker.advance(10)
+    timing = out.timing("a", 0)
+    assert timing is not None
+    assert timing.first_sample_at is not None
+    assert timing.sound_start == 82.0
+    click_heard = int(np.argmax(speaker.played())) / 48_000
+    assert click_heard == pytest.approx((82 + 30 * 48) / 48_000)
+    assert timing.first_sample_at == pytest.approx(click_heard)
+
+
 def test_a_full_ring_refuses_and_counts() -> None:
     out = AudioOutput(24_000, capacity_ms=100)
     refused = out.push("a", 0, const(1, 150).tobytes())

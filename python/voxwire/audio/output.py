@@ -17,6 +17,7 @@ Two sides, two threads:
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -186,12 +187,14 @@ class AudioOutput:
             with self._lock:
                 if key not in self._timings:
                     new = self._timings[key] = ItemTiming(item_id, content_index, self._now())
-                    self._first_pending.append((self.ring.pushed_samples, key))
                     if len(self._timings) > 2 * TIMINGS_KEPT:
                         self._forget_old_timings()
         refused = self.sink.push(key, data, format, rate)
         if new is not None:
-            new.sound_start = self.sink.sound_start(key)
+            start = new.sound_start = self.sink.sound_start(key)
+            if start is not None:  # its first sample is heard once the warm-up has played
+                with self._lock:
+                    self._first_pending.append((math.ceil(start), key))
         return refused
 
     def _forget_old_timings(self) -> None:
