@@ -201,8 +201,10 @@ def test_g711_output_is_truncated_at_the_item_rate() -> None:
             assert session.protocol.audio_received_samples(item_id) > HEARD // 3  # 8 kHz samples
             out.advance(PLAYED_PERIODS)
             await session.interrupt()
-            # 6540 device samples heard = 2180 samples at 8 kHz = 272.5 ms, floored.
-            await assert_truncated_and_accepted(session, item_id, (HEARD // 3) * 1000 // 8000)
+            # 6540 device samples heard, less the 8 -> 24 kHz resampler's warm-up (124 samples
+            # before the sound) = 2138 samples at 8 kHz = 267.25 ms, floored.
+            heard = (HEARD - 124) // 3
+            await assert_truncated_and_accepted(session, item_id, heard * 1000 // 8000)
 
     run(body())
 

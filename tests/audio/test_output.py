@@ -126,6 +126,26 @@ def test_underruns_are_counted_with_the_silence_inserted_and_the_end_is_not_one(
     assert np.count_nonzero(speaker.played() == 500) == 100 * 24
 
 
+def test_a_cut_while_starved_stops_the_underrun_count() -> None:
+    # issue 30: the cut arrived while the output was starved; every idle pull after it was
+    # counted as underrun until the next reply played (1,010 ms here instead of 10 ms).
+    out = AudioOutput(24_000)
+    out.push("item_1", 0, bytes(4_800))  # 100 ms
+    for _ in range(11):  # 110 ms of pulls: the ring runs dry in the eleventh
+        out.pull(240)
+    assert (out.underruns, out.underrun_samples) == (1, 240)
+    out.push("item_1", 0, bytes(4_800))  # more arrives (below the prebuffer's wait) ...
+    out.interrupt()  # ... and the user cuts
+    for _ in range(100):
+        out.pull(240)
+    assert (out.underruns, out.underrun_samples) == (1, 240)
+    # The next reply's own underruns still count.
+    out.push("item_2", 0, bytes(4_800))
+    for _ in range(11):
+        out.pull(240)
+    assert (out.underruns, out.underrun_samples) == (2, 480)
+
+
 def test_prebuffer_waits_at_most_its_own_length_and_a_finished_part_plays_at_once() -> None:
     speaker = MemoryOutput(24_000, period_ms=10, prebuffer_ms=50)
     out = speaker.output
@@ -142,23 +162,34 @@ def test_prebuffer_waits_at_most_its_own_length_and_a_finished_part_plays_at_onc
 
 
 @pytest.mark.parametrize("device_rate_hz", [48_000, 44_100])
-def test_device_rate_resampling_keeps_the_count_exact(device_rate_hz: int) -> None:
+def test_device_rate_resampling_counts_the_sound_rendered_not_the_warm_up(
+    device_rate_hz: int,
+) -> None:
+    # issue 30: the part's resampler starts with its delay of warm-up before the sound (a click
+    # at the item's first sample is rendered 82 / 76 device samples in, 1.7 ms); counting it as
+    # heard put every cut 1.7 ms (41 item samples) ahead of what was rendered.
     speaker = MemoryOutput(device_rate_hz, period_ms=10, latency_ms=20, prebuffer_ms=0)
     out = speaker.output
-    tone = to_int16(sine(440, 24_000, 24_000, 10_000))
-    push_in_deltas(out, "a", tone)
+    item = np.zeros(24_000, dtype=np.int16)
+    item[0] = 20_000  # a click on the first sample shows where the sound starts
+    item[240:] = to_int16(sine(440, 24_000, 24_000 - 240, 10_000))
+    push_in_deltas(out, "a", item)
     out.end("a", 0)
     period = speaker.period_samples
     latency = out.output_latency_samples
     speaker.advance(37)
     played = speaker.played()
     assert np.all(played[:latency] == 0)
+    sound_starts = int(np.argmax(played[latency : latency + 200]))  # in ring samples
+    assert sound_starts == {48_000: 82, 44_100: 76}[device_rate_hz]
     heard_ring = 37 * period - latency
     (report,) = out.interrupt()
     assert report.rate_hz == 24_000
-    assert report.played_samples == heard_ring * 24_000 // device_rate_hz
+    rendered = (heard_ring - sound_starts) * 24_000 // device_rate_hz  # item samples of sound
+    assert rendered - 1 <= report.played_samples <= rendered  # never ahead, within one sample
     assert report.played_ms == report.played_samples * 1000 // 24_000
-    amplitude, _, resid = fit_sine(played[latency:], 440, device_rate_hz, 400)
+    assert report.queued_samples == 24_000  # the warm-up is not the item's audio either
+    amplitude, _, resid = fit_sine(played[latency + 1_000 :], 440, device_rate_hz, 400)
     assert abs(amplitude - 10_000) < 20
     assert np.sqrt(np.mean(resid**2)) < 10
 
@@ -172,8 +203,9 @@ def test_g711_items_are_reported_at_8_khz() -> None:
     speaker.advance(13)
     (report,) = out.interrupt()
     assert report.rate_hz == 8_000
-    assert report.played_samples == 13 * 480 // 3
-    assert report.played_ms == 260
+    # The 8 -> 24 kHz resampler's first 124 ring samples (5.2 ms) are its warm-up, not heard.
+    assert report.played_samples == (13 * 480 - 124) // 3
+    assert report.played_ms == 254
 
 
 def test_interrupt_before_the_first_sample_reports_both_items_unstarted() -> None:
@@ -204,6 +236,23 @@ def test_first_sample_time_is_when_the_speaker_played_it() -> None:
     assert timing.first_delta_at == pytest.approx(0.100)
     assert timing.first_sample_at == pytest.approx(first_heard)
     assert timing.first_sample_delay_ms == pytest.approx(50.0)  # 20 ms waiting + 30 ms latency
+
+
+def test_first_sample_time_at_48_khz_is_when_the_sound_is_heard_not_the_warm_up() -> None:
+    speaker = MemoryOutput(48_000, period_ms=10, latency_ms=30, prebuffer_ms=0)
+    out = speaker.output
+    item = np.zeros(4_800, dtype=np.int16)
+    item[0] = 20_000  # the click on the item's first sample, rendered after the warm-up
+    push_in_deltas(out, "a", item)
+    out.end("a", 0)
+    speaker.advance(10)
+    timing = out.timing("a", 0)
+    assert timing is not None
+    assert timing.first_sample_at is not None
+    assert timing.sound_start == 82.0
+    click_heard = int(np.argmax(speaker.played())) / 48_000
+    assert click_heard == pytest.approx((82 + 30 * 48) / 48_000)
+    assert timing.first_sample_at == pytest.approx(click_heard)
 
 
 def test_a_full_ring_refuses_and_counts() -> None:

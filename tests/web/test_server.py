@@ -153,11 +153,15 @@ def test_a_tab_truncates_at_what_it_acknowledged() -> None:
                 assert set(sizes[:-1]) == {48_000 * 40 // 1000}  # 40 ms chunks at 48 kHz
                 heard = 12_345  # as if the page had played this far
                 await ws.send(json.dumps({"type": "played", "position": heard}))
+                # The item's sound starts at ring position 82, after the 24 -> 48 kHz
+                # resampler's warm-up (issue 30: it was heard - a 24 kHz count, 6,173).
+                start = await _next_json(ws, "item_start", chunks)
+                assert start["position"] == 82
                 await ws.send(json.dumps({"type": "interrupt"}))
                 clear = await _next_json(ws, "clear", chunks)
                 assert clear["sent"] >= heard
                 cut = await _record(ws, "cut", chunks)
-                assert cut["audio_end_ms"] == heard * 1000 // 48_000
+                assert cut["audio_end_ms"] == (heard - 82) * 1000 // 48_000
                 truncated = await _record(ws, "truncated", chunks)
                 assert truncated["audio_end_ms"] == cut["audio_end_ms"]
 

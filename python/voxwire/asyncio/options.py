@@ -9,6 +9,7 @@ The session's parts read their settings from this one object; the arguments are 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -277,7 +278,9 @@ class SessionOptions:
         output = attached_output(self.audio_output)
         if self.echo_cancellation and self.audio_input is not None:
             assert isinstance(output, AudioOutput)  # checked at construction
-            return EchoCancelledInput(self.audio_input, output)
+            # Capture times are read on the session's clock, the one the output's buffers are
+            # stamped with (a virtual speaker's own clock; time.monotonic by default).
+            return EchoCancelledInput(self.audio_input, output, now=self.clock or time.monotonic)
         return self.audio_input
 
     def _check_output_and_timeouts(self) -> None:

@@ -17,6 +17,7 @@ Two sides, two threads:
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -50,12 +51,15 @@ class OutputTap(Protocol):
 @dataclass
 class ItemTiming:
     """When a content part's first delta arrived and when its first sample was heard
-    (``now()`` seconds; ``first_sample_at`` is ``None`` until it plays)."""
+    (``now()`` seconds; ``first_sample_at`` is ``None`` until it plays), and where its sound
+    starts in the ring: ``sound_start``, in device samples (fractional when resampled: its
+    first ring sample plus the resampler's warm-up, 76.25 samples from 24 to 44.1 kHz)."""
 
     item_id: str
     content_index: int
     first_delta_at: float
     first_sample_at: float | None = None
+    sound_start: float | None = None
 
     @property
     def first_sample_delay_ms(self) -> float | None:
@@ -177,15 +181,21 @@ class AudioOutput:
         rate = format_rate_hz(format) if rate_hz is None else check_rate("rate_hz", rate_hz)
         key = (item_id, content_index)
         self._tracks_parts = True
+        new: ItemTiming | None = None
         if key not in self._open:
             self._open.add(key)
             with self._lock:
                 if key not in self._timings:
-                    self._timings[key] = ItemTiming(item_id, content_index, self._now())
-                    self._first_pending.append((self.ring.pushed_samples, key))
+                    new = self._timings[key] = ItemTiming(item_id, content_index, self._now())
                     if len(self._timings) > 2 * TIMINGS_KEPT:
                         self._forget_old_timings()
-        return self.sink.push(key, data, format, rate)
+        refused = self.sink.push(key, data, format, rate)
+        if new is not None:
+            start = new.sound_start = self.sink.sound_start(key)
+            if start is not None:  # its first sample is heard once the warm-up has played
+                with self._lock:
+                    self._first_pending.append((math.ceil(start), key))
+        return refused
 
     def _forget_old_timings(self) -> None:
         """Keep the :data:`TIMINGS_KEPT` most recent timings of parts that are over, and every
@@ -357,6 +367,8 @@ class AudioOutput:
             elif control == "cut":
                 self._paused, self._replay, self._held_count = False, -1, 0
                 self._fade_in_left = 0
+                # What was due is dropped: the silence from here on is no longer an underrun.
+                self._starved, self._waited = False, 0
                 if self._playing:  # the cut buffer fades out as any interruption does
                     self._playing = False
                     self._fade_from, self._fade_left = float(self._last), self._fade

@@ -4,6 +4,10 @@ Pure and synchronous (no event loop): each delta of one ``(item_id, content_inde
 part is decoded from G.711 when the session's output format says so, resampled to the ring's
 rate by one streaming resampler per part (flushed when the part ends), and pushed into the
 clock, which tags every sample with its part so an interruption knows exactly what was heard.
+
+A part's resampler starts with its delay of warm-up before the sound (76.25 ring samples from
+24 to 44.1 kHz, 82 to 48 kHz: 1.7 ms): the clock is told with the part's first push
+(``warmup_samples``), so it counts as heard only the sound after it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ SegmentKey = tuple[str, int]
 class _Segment:
     rate_hz: int
     resampler: Resampler | None
+    warmup: float  # ring samples before the sound, given to the clock with the first push
+    sound_start: float  # ring position where the part's sound (its first sample) starts
 
 
 class PlaybackSink:
@@ -50,10 +56,20 @@ class PlaybackSink:
         if segment is None:
             ring_rate_hz = self.clock.ring_rate_hz
             resampler = Resampler(rate_hz, ring_rate_hz) if rate_hz != ring_rate_hz else None
-            segment = self._segments[key] = _Segment(rate_hz, resampler)
+            warmup = resampler.output_delay() if resampler is not None else 0.0
+            start = self.clock.ring.pushed_samples + warmup
+            segment = self._segments[key] = _Segment(rate_hz, resampler, warmup, start)
         if segment.resampler is not None:
             pcm = segment.resampler.process(pcm)
-        return self._queue(key, pcm, segment.rate_hz)
+        refused = self._queue(key, pcm, segment.rate_hz, segment.warmup)
+        segment.warmup = 0.0
+        return refused
+
+    def sound_start(self, key: SegmentKey) -> float | None:
+        """Ring position (possibly fractional) where the sound of the part ``key`` starts:
+        its first ring sample plus its resampler's warm-up (``None`` once it ended or was cut)."""
+        segment = self._segments.get(key)
+        return segment.sound_start if segment is not None else None
 
     def end(self, key: SegmentKey) -> int:
         """The content part ended: flush its resampler. Returns samples that did not fit."""
@@ -67,9 +83,15 @@ class PlaybackSink:
         self._segments.clear()
         return self.clock.interrupt()
 
-    def _queue(self, key: SegmentKey, pcm: bytes | npt.NDArray[np.int16], rate_hz: int) -> int:
+    def _queue(
+        self,
+        key: SegmentKey,
+        pcm: bytes | npt.NDArray[np.int16],
+        rate_hz: int,
+        warmup: float = 0.0,
+    ) -> int:
         n_samples = len(pcm) // 2 if isinstance(pcm, bytes) else len(pcm)
-        accepted = self.clock.push(key[0], key[1], pcm, item_rate_hz=rate_hz)
+        accepted = self.clock.push(key[0], key[1], pcm, item_rate_hz=rate_hz, warmup_samples=warmup)
         refused = n_samples - accepted
         self.dropped_samples += refused
         return refused

@@ -19,7 +19,8 @@ Page -> bridge (JSON): ``{"type": "played", "position": n}``, ``{"type": "mute",
 Bridge -> page (JSON): ``hello`` (agent, endpoint), ``record`` (a timeline record), ``clear``
 (an interruption dropped the audio: drop what is queued; ``acked``: the last position the page
 reported before it, the one the truncation was computed from), ``item_start`` (the ring position
-an item's first sample had, once it is heard).
+where an item's sound starts, once it is heard: its first ring sample plus the resampler's
+warm-up, so that ``audio_end_ms`` is ``floor((acked - position) * 1000 / rate_hz)``).
 """
 
 from __future__ import annotations
@@ -211,8 +212,12 @@ class TabBridge:
             key = (playback.item_id, playback.content_index)
             if key not in self._starts and 0 < playback.played_samples < playback.queued_samples:
                 self._starts.add(key)
-                start = self.output.heard_samples - playback.played_samples
-                self._out.json({"type": "item_start", "item_id": key[0], "position": start})
+                # Where the item's sound starts, at the page's rate (the 24 kHz count of what
+                # was heard is not a page position): after its resampler's warm-up.
+                timing = self.output.timing(*key)
+                start = timing.sound_start if timing is not None else None
+                if start is not None:
+                    self._out.json({"type": "item_start", "item_id": key[0], "position": start})
         self.timeline.observe_playback(items)
 
     # -- the session's side -----------------------------------------------------------------------

@@ -30,13 +30,29 @@
 //!
 //! Both round down, so a truncation never claims audio that was not heard.
 //!
+//! ## Warm-up
+//!
+//! A streaming resampler's output lags its input by its delay ([`Resampler::output_delay`](
+//! crate::resample::Resampler::output_delay): 76.25 ring samples from 24 to 44.1 kHz, 82 to
+//! 48 kHz): the first ring samples of an item resampled on its own are the filter's warm-up,
+//! before its sound. [`PlaybackClock::push_with_warmup`] records that lead with the item's first
+//! push, and played lengths count only what follows it:
+//!
+//! ```text
+//! played_samples = floor(max(0, played_ring_samples - warmup) * item_rate_hz / ring_rate_hz)
+//! ```
+//!
+//! (`warmup` is kept in 1/2^20 of a ring sample, rounded up, so the count still never runs ahead
+//! of the sound rendered.)
+//!
 //! ## Heard, not just handed over
 //!
 //! Played lengths are measured at the ring's *heard* position ([`Producer::heard_samples`]): the
 //! consumed position, or less when the consumer reports that the last samples it took are still
 //! in the device's buffer ([`Consumer::report_heard`](crate::ring::Consumer::report_heard)). When the two rates are
 //! equal (a 24 kHz device, or G.711 at 8 kHz end to end) this is exact to the sample. With
-//! resampling it is exact up to the resampler's group delay, which the clock does not model.
+//! resampling it is exact to the sample of the item's rate once the resampler's delay is given
+//! as the item's warm-up (see above).
 //!
 //! ## Assumptions
 //!
@@ -69,6 +85,17 @@ pub fn convert_samples(samples: u64, from_rate_hz: NonZeroU32, to_rate_hz: NonZe
 /// Like [`convert_samples`], `u64::MAX` past it (rates under 1000 Hz), never a wrapped value.
 pub fn samples_to_ms(samples: u64, rate_hz: NonZeroU32) -> u64 {
     u64::try_from(u128::from(samples) * 1000 / u128::from(rate_hz.get())).unwrap_or(u64::MAX)
+}
+
+/// Fixed-point scale of a warm-up: 1/2^20 of a ring sample.
+const WARMUP_SHIFT: u32 = 20;
+
+/// `ring` samples at `ring_rate_hz` minus a warm-up (fixed point, see [`WARMUP_SHIFT`]),
+/// expressed at `item_rate_hz`, rounded down (0 while within the warm-up).
+fn after_warmup(ring: u64, warmup: u64, ring_rate_hz: NonZeroU32, item_rate_hz: NonZeroU32) -> u64 {
+    let sound = (u128::from(ring) << WARMUP_SHIFT).saturating_sub(u128::from(warmup));
+    let scaled_rate = u128::from(ring_rate_hz.get()) << WARMUP_SHIFT;
+    (sound * u128::from(item_rate_hz.get()) / scaled_rate) as u64
 }
 
 /// What the clock knows about one item's audio.
@@ -109,6 +136,8 @@ struct Segment {
     start: u64,
     /// Ring samples in the segment.
     len: u64,
+    /// Warm-up at the segment's start, in 1/2^[`WARMUP_SHIFT`] ring samples.
+    warmup: u64,
 }
 
 impl Segment {
@@ -151,6 +180,22 @@ impl PlaybackClock {
         item_rate_hz: NonZeroU32,
         pcm: Pcm<'_>,
     ) -> usize {
+        self.push_with_warmup(item_id, content_index, item_rate_hz, 0.0, pcm)
+    }
+
+    /// [`push`](Self::push), where the first `warmup_samples` ring samples of the item (a
+    /// resampler's [`output_delay`](crate::resample::Resampler::output_delay), possibly
+    /// fractional) precede its sound: played lengths count only what follows them. The warm-up
+    /// is recorded when this push starts the item's record (its first push); later pushes of the
+    /// same item ignore it. A negative or NaN warm-up counts as 0.
+    pub fn push_with_warmup(
+        &mut self,
+        item_id: &str,
+        content_index: u32,
+        item_rate_hz: NonZeroU32,
+        warmup_samples: f64,
+        pcm: Pcm<'_>,
+    ) -> usize {
         let start = self.producer.pushed_samples();
         let n = self.producer.push_pcm(pcm);
         match self.segments.back_mut() {
@@ -164,6 +209,9 @@ impl PlaybackClock {
                 item_rate_hz,
                 start,
                 len: n as u64,
+                // Rounded up: the count stays behind the sound, never ahead of it (an `as`
+                // cast saturates: NaN and negatives give 0).
+                warmup: (warmup_samples * f64::from(1u32 << WARMUP_SHIFT)).ceil() as u64,
             }),
         }
         n
@@ -249,20 +297,21 @@ impl PlaybackClock {
 
     fn report(&self, item_id: &str, content_index: u32, consumed: u64) -> Option<ItemPlayback> {
         let mut segs = self.segments.iter().filter(|s| s.is(item_id, content_index)).peekable();
-        let rate = segs.peek()?.item_rate_hz;
+        let first = segs.peek()?;
+        let (rate, warmup) = (first.item_rate_hz, first.warmup);
         let (mut played_ring, mut queued_ring) = (0u64, 0u64);
         for s in segs {
             played_ring += s.played(consumed);
             queued_ring += s.len;
         }
-        let played_samples = convert_samples(played_ring, self.ring_rate_hz, rate);
+        let played_samples = after_warmup(played_ring, warmup, self.ring_rate_hz, rate);
         Some(ItemPlayback {
             item_id: item_id.to_owned(),
             content_index,
             rate_hz: rate.get(),
             played_samples,
             played_ms: samples_to_ms(played_samples, rate),
-            queued_samples: convert_samples(queued_ring, self.ring_rate_hz, rate),
+            queued_samples: after_warmup(queued_ring, warmup, self.ring_rate_hz, rate),
             started: played_samples > 0,
         })
     }
@@ -372,6 +421,30 @@ mod tests {
         // "b" is fully played but is the last segment: it may still grow, so it stays.
         assert_eq!(clk.drop_finished(), 0);
         assert_eq!(clk.played("b", 0).unwrap().played_samples, 8);
+    }
+
+    #[test]
+    fn a_warmup_is_not_counted_as_played() {
+        // 24 -> 44.1 kHz: 76.25 ring samples of warm-up before the item's first sample.
+        let (mut clk, mut c) = clock(1_000, 44_100);
+        clk.push_with_warmup("a", 0, hz(24_000), 76.25, Pcm::Samples(&[1; 500]));
+        // A later push of the same item does not add a warm-up.
+        clk.push_with_warmup("a", 0, hz(24_000), 76.25, Pcm::Samples(&[1; 100]));
+        assert_eq!(c.pop(&mut [0; 76]), 76);
+        let a = clk.played("a", 0).unwrap();
+        assert_eq!((a.played_samples, a.started), (0, false));
+        // 76.25 + 44.1/24 * 3 = 81.76 ring samples hold 3 item samples: 81 do not, 82 do.
+        assert_eq!(c.pop(&mut [0; 5]), 5);
+        assert_eq!(clk.played("a", 0).unwrap().played_samples, 2);
+        assert_eq!(c.pop(&mut [0; 1]), 1);
+        assert_eq!(clk.played("a", 0).unwrap().played_samples, 3);
+        // queued: (600 - 76.25) * 24 / 44.1 = 285.03
+        assert_eq!(clk.played("a", 0).unwrap().queued_samples, 285);
+        // Without a warm-up the same ring position counts 82 * 24 / 44.1 = 44 samples.
+        let (mut plain, mut pc) = clock(1_000, 44_100);
+        plain.push("a", 0, hz(24_000), Pcm::Samples(&[1; 500]));
+        pc.pop(&mut [0; 82]);
+        assert_eq!(plain.played("a", 0).unwrap().played_samples, 44);
     }
 
     #[test]

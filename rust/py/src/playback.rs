@@ -142,7 +142,11 @@ impl PlaybackClock {
     ///
     /// ``item_rate_hz`` is the item's own rate, in which its played length is reported; it
     /// defaults to ``ring_rate_hz`` (no resampling between the server and the device).
-    #[pyo3(signature = (item_id, content_index, pcm, item_rate_hz = None))]
+    ///
+    /// ``warmup_samples``: ring samples (possibly fractional) at the start of the item that come
+    /// before its sound, a resampler's ``output_delay()``; they do not count as played. Taken
+    /// from the push that starts the item (ignored on later pushes of it).
+    #[pyo3(signature = (item_id, content_index, pcm, item_rate_hz = None, warmup_samples = 0.0))]
     fn push(
         &self,
         py: Python<'_>,
@@ -150,15 +154,21 @@ impl PlaybackClock {
         content_index: &Bound<'_, PyAny>,
         pcm: &Bound<'_, PyAny>,
         item_rate_hz: Option<&Bound<'_, PyAny>>,
+        warmup_samples: f64,
     ) -> PyResult<usize> {
         let content_index = content_index_arg(content_index)?;
         let rate = match item_rate_hz {
             Some(r) => rate_arg(r, "item_rate_hz")?,
             None => self.ring_rate_hz,
         };
+        if !(0.0..=f64::from(MAX_RATE_HZ)).contains(&warmup_samples) {
+            let allowed = format!("0 ..= {MAX_RATE_HZ} (ring samples)");
+            return Err(errors::out_of_range("warmup_samples", warmup_samples, &allowed));
+        }
         let detach = may_detach_reading(pcm);
         with_pcm(pcm, |pcm| {
-            let push = || lock(&self.clock).push(item_id, content_index, rate, pcm);
+            let push =
+                || lock(&self.clock).push_with_warmup(item_id, content_index, rate, warmup_samples, pcm);
             Ok(if detach { py.detach(push) } else { push() })
         })
     }
