@@ -18,7 +18,8 @@ from voxwire.protocol import (
     function_call_output,
 )
 
-TRACES = Path("/work/shared/realtime-traces")
+#: The project's copies of the recorded traces (sources in tests/fixtures/realtime/README.md).
+TRACES = Path(__file__).resolve().parents[1] / "fixtures" / "realtime"
 
 #: session.created as a beta server sends it (the shape of
 #: real_beta-webrtc_banyan_session_server.jsonl, shortened).
@@ -141,7 +142,6 @@ def test_a_ga_server_or_an_unknown_one_is_sent_the_ga_session() -> None:
     assert sent_session(RealtimeProtocol(beta=True), FULL) == BETA_FULL
 
 
-@pytest.mark.skipif(not TRACES.is_dir(), reason="the shared realtime traces are not here")
 def test_the_real_beta_servers_first_frame_selects_the_beta_shape() -> None:
     lines = (TRACES / "real_beta-webrtc_banyan_session_server.jsonl").read_text().splitlines()
     created = next(json.loads(line) for line in lines if '"session.created"' in line)
@@ -200,3 +200,38 @@ def test_responses_and_items_go_to_a_beta_server_in_its_names() -> None:
         "call_id": "call_1",
         "output": "{}",
     }  # no content: the same in both
+
+
+def test_updates_sent_before_a_beta_server_told_are_sent_again_in_its_shape() -> None:
+    """A session configures itself before the server's first frame (RealtimeSession does): the
+    GA-shaped update a beta-only server cannot read goes out again flat once its
+    session.created tells, ahead of what is still queued; what is still queued goes out once,
+    in the beta shape."""
+    protocol = RealtimeProtocol()
+    protocol.send_session_update(FULL)
+    (ga_frame,) = protocol.data_to_send()
+    assert json.loads(ga_frame)["session"]["type"] == "realtime"
+    protocol.send_session_update({"voice": "coral"})  # still queued when the server tells
+    protocol.send_item_create(assistant_message("Hello.", id="a1"))
+    protocol.receive_text(json.dumps(BETA_CREATED))
+    sent = [json.loads(frame) for frame in protocol.data_to_send()]
+    assert [event["type"] for event in sent] == [
+        "session.update",
+        "session.update",
+        "conversation.item.create",
+    ]
+    assert [event["session"] for event in sent[:2]] == [BETA_FULL, {"voice": "coral"}]
+    assert sent[0]["event_id"] == json.loads(ga_frame)["event_id"]
+    assert sent[2]["item"]["content"][0]["type"] == "text"  # the beta name of output_text
+    protocol.receive_text(json.dumps(BETA_CREATED))  # told once: nothing sent again
+    assert protocol.data_to_send() == []
+
+
+def test_a_ga_server_gets_no_second_update() -> None:
+    protocol = RealtimeProtocol()
+    protocol.send_session_update(FULL)
+    protocol.data_to_send()
+    protocol.receive_text(json.dumps(GA_CREATED))
+    assert protocol.data_to_send() == []
+    protocol.receive_text(json.dumps(BETA_CREATED))  # decided: a later frame changes nothing
+    assert protocol.data_to_send() == []

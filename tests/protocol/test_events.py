@@ -136,3 +136,17 @@ def test_decoded_usage_union() -> None:
     )
     event = decode_server_event(frame)
     assert isinstance(getattr(event, "usage", None), TranscriptTokenUsage)
+
+
+def test_a_responses_status_details_explain_why_in_words() -> None:
+    """``StatusDetails.explanation``: what a console or a speech handle shows for a response
+    that did not complete — the error's message, else its code, else the reason."""
+    from voxwire.protocol.objects import StatusDetails, StatusError
+
+    failed = StatusDetails(type="failed", error=StatusError(type="server_error", message="boom"))
+    assert failed.explanation == "boom"
+    coded = StatusDetails(type="failed", error=StatusError(code="rate_limit_exceeded"))
+    assert coded.explanation == "rate_limit_exceeded"
+    assert StatusDetails(type="failed", error=StatusError()).explanation is None
+    assert StatusDetails(type="cancelled", reason="turn_detected").explanation == "turn_detected"
+    assert StatusDetails().explanation is None

@@ -272,7 +272,7 @@ class RealtimeProtocol(ProtocolState):
         raw = raw_fields(event) if telling else None
         if raw is None:
             return [event]
-        self._beta = beta_dialect(raw)
+        self._dialect_known(beta_dialect(raw))
         return decode_beta_server_mapping(raw) if self._beta else [event]
 
     def events_received(self) -> list[ReceivedEvent]:

@@ -44,6 +44,10 @@ INTERNAL_ERROR_PREFIX: Final = "voxwire failed on this frame (a bug, please repo
 
 _E = TypeVar("_E", bound=ClientEvent)
 
+#: The client events a beta server reads in another shape (beta.beta_client_frame); the rest are
+#: the same in both dialects.
+_BETA_SHAPED = frozenset({"session.update", "response.create", "conversation.item.create"})
+
 
 class ProtocolState:
     """The state of one connection, kept by the received events (see the module docstring)."""
@@ -59,6 +63,10 @@ class ProtocolState:
         self._outgoing: list[str] = []
         # The server speaks beta (True), GA (False), or it is not known yet (None).
         self._beta: bool | None = None
+        # Frames queued (GA shape) while the dialect was not known, with their types: a session
+        # configures itself before the server's first frame, so on a beta server they are
+        # reshaped, or sent again, once its session.created tells (see _dialect_known).
+        self._undecided: list[tuple[str, str]] = []
         self._session: SessionConfig | None = None
         self._conversation = ConversationState(max_history_items)
         self._ledger = AudioLedger()
@@ -122,7 +130,29 @@ class ProtocolState:
             event = msgspec.structs.replace(event, event_id=self._ids("event"))
         frame = encode_event(event)
         self._outgoing.append(beta_client_frame(event.type, frame) if self._beta else frame)
+        if self._beta is None and event.type in _BETA_SHAPED:
+            self._undecided.append((event.type, frame))
         return event
+
+    def _dialect_known(self, beta: bool) -> None:
+        """The server's dialect is now known: a beta server is sent again, in its own shape,
+        the session updates that went out in the GA shape before it told (a beta-only server
+        answers those with an error and keeps its defaults)."""
+        self._beta = beta
+        if beta and self._undecided:
+            # Updates already sent go again, in order, ahead of what is still queued (which they
+            # configure); what is still queued goes out once, in the beta shape.
+            kinds = dict((frame, kind) for kind, frame in self._undecided)
+            queued = set(self._outgoing)
+            self._outgoing[:] = [
+                *(
+                    beta_client_frame(kind, frame)
+                    for kind, frame in self._undecided
+                    if kind == "session.update" and frame not in queued
+                ),
+                *(beta_client_frame(kinds[f], f) if f in kinds else f for f in self._outgoing),
+            ]
+        self._undecided.clear()
 
     def _create_sent(self, event: ConversationItemCreate) -> None:
         assert event.event_id is not None  # _queue gives every event one
