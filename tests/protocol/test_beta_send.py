@@ -235,3 +235,14 @@ def test_a_ga_server_gets_no_second_update() -> None:
     assert protocol.data_to_send() == []
     protocol.receive_text(json.dumps(BETA_CREATED))  # decided: a later frame changes nothing
     assert protocol.data_to_send() == []
+
+
+def test_a_frame_that_tells_nothing_keeps_the_updates_for_when_one_does() -> None:
+    protocol = RealtimeProtocol()
+    protocol.send_session_update(FULL)
+    protocol.data_to_send()
+    protocol.receive_text(json.dumps({"type": "session.created", "session": {"id": "sess_1"}}))
+    assert protocol.beta is None
+    assert protocol.data_to_send() == []
+    protocol.receive_text(json.dumps(BETA_CREATED))
+    assert [json.loads(f)["session"] for f in protocol.data_to_send()] == [BETA_FULL]

@@ -134,11 +134,13 @@ class ProtocolState:
             self._undecided.append((event.type, frame))
         return event
 
-    def _dialect_known(self, beta: bool) -> None:
-        """The server's dialect is now known: a beta server is sent again, in its own shape,
-        the session updates that went out in the GA shape before it told (a beta-only server
-        answers those with an error and keeps its defaults)."""
+    def _dialect_known(self, beta: bool | None) -> None:
+        """A telling frame decided the server's dialect (``None``: it could still be either): a
+        beta server is sent again, in its own shape, the session updates that went out in the
+        GA shape before it told (a beta-only server refuses those and keeps its defaults)."""
         self._beta = beta
+        if beta is None:
+            return
         if beta and self._undecided:
             # Updates already sent go again, in order, ahead of what is still queued (which they
             # configure); what is still queued goes out once, in the beta shape.
