@@ -92,7 +92,7 @@ def test_the_ctrl_c_tests_hold_in_a_suite_run_in_the_background(tmp_path: Path) 
     """``nohup pytest … &``: the children the tests interrupt get SIGINT's default back."""
     with sigint_ignored():
         code, stderr = interrupt_after_first_line(
-            "quickstart", "--pace", "1", "--out", str(tmp_path)
+            "quickstart", "--pace", "1", "--out", str(tmp_path / "reply.wav")
         )
     assert (code, stderr) == (130, "voxwire quickstart: interrupted\n")
 

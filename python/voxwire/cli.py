@@ -432,7 +432,7 @@ def _add_quickstart(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--out",
         type=_output_file,
         default=QUICKSTART_OUT,
-        help=f"where to write the reply (default: {QUICKSTART_OUT}; checked before the turn runs)",
+        help="where to write the reply (checked before the turn runs)",
     )
     qs.add_argument("--pace", type=_pace, default=4.0, help="audio speed, x real time (0: max)")
     qs.add_argument("--wav", help="the user's question as a 16-bit WAV (default: synthesised)")
