@@ -102,7 +102,7 @@ async def _bridge(url: str, input_batch_ms: int) -> None:
     agent = RealtimeAgent(name="Phone", instructions="phone")
     bridge = TwilioBridge(agent, url=url, config=CONFIG, input_batch_ms=input_batch_ms)
     handle = bridge.handle
-    bridge.handle = lambda ws: handle(_Stamped(ws, lateness))  # type: ignore[method-assign]
+    bridge.handle = lambda ws, report=None: handle(_Stamped(ws, lateness), report)  # type: ignore[method-assign]
     lags: list[float] = []
 
     async def watch_loop() -> None:
