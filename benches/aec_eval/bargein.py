@@ -180,6 +180,8 @@ class Tally:
     # kind -> [events, not paused, resumed (transcripts), resumed (VAD span only)]
     recovery: dict[str, list[int]] = field(default_factory=dict)
     by_speaker: dict[str, list[float]] = field(default_factory=dict)
+    # where the user spoke over the turn (start / middle / end) -> [lines, heard within 300 ms]
+    by_where: dict[str, list[int]] = field(default_factory=dict)
 
 
 def agent_only(s: Scene, tallies: list[Tally], makers: list[Make]) -> None:
@@ -208,10 +210,13 @@ def real(s: Scene, tallies: list[Tally], makers: list[Make]) -> None:
         t.real += 1
         row = t.by_speaker[s.meta["speaker"]]
         row[2] += 1
+        where = t.by_where.setdefault(str(s.meta["double_talk"]), [0, 0])
+        where[0] += 1
         hit = [x for x in f if onset <= x <= onset + WITHIN]
         if hit:
             t.real_hit += 1
             row[3] += 1
+            where[1] += 1
             t.real_ms.append((hit[0] - onset) * 1000 / RATE_HZ)
             t.real_cut += decisions(s, rest, hit[0], str(s.meta["user_line"]))[0] == "cut"
 
@@ -281,6 +286,11 @@ def summary(names: list[str], tallies: list[Tally]) -> list[str]:
         for spk, (false, secs, n, hit) in sorted(t.by_speaker.items()):
             rate = 600 * false / max(secs, 1e-9)
             lines.append(f"| {name} | {spk} | {int(false)} ({rate:.1f}) | {int(hit)}/{int(n)} |")
+    lines += ["", "| detector | user's line over the turn | heard within 300 ms |", "|---|---|---|"]
+    for name, t in zip(names, tallies, strict=True):
+        for where in ("start", "middle", "end"):
+            n, hit = t.by_where.get(where, [0, 0])
+            lines.append(f"| {name} | {where} | {hit}/{n} |")
     lines += ["", "| detector | event | n | not paused | paused, resumed (transcripts) | "]
     lines[-1] += "paused, resumed (VAD span only) |"
     lines.append("|---|---|---|---|---|---|")

@@ -92,18 +92,8 @@ class BargeInDetector:
                 f"echo_gate_dbfs={echo_gate_dbfs!r} is invalid: expected -96.0 ..= 0.0 dBFS"
             )
         self.echo_gate_dbfs = float(echo_gate_dbfs)
-        if residual_echo is not None and not hasattr(residual_echo, "residual_echo_dbfs"):
-            raise ConfigurationError(
-                f"residual_echo={residual_echo!r} has no residual_echo_dbfs: pass the "
-                "EchoCanceller whose output the detector hears (EchoCancelledInput.canceller)"
-            )
-        margin_ok = isinstance(echo_margin_db, int | float) and not isinstance(echo_margin_db, bool)
-        if not margin_ok or not 0.0 <= echo_margin_db <= 40.0:
-            raise ConfigurationError(
-                f"echo_margin_db={echo_margin_db!r} is invalid: expected 0.0 ..= 40.0 dB"
-            )
         self.residual_echo = residual_echo
-        self.echo_margin_db = float(echo_margin_db)
+        self.echo_margin_db = _check_residual(residual_echo, echo_margin_db)
         self._echo_dbfs: deque[float] = deque([-120.0], maxlen=_ECHO_READINGS)
         self.on_speech_started = on_speech_started
         self.agent_speaking = False
@@ -206,6 +196,23 @@ class BargeInDetector:
         if self.on_speech_started is not None:
             self.on_speech_started()
         return True
+
+
+def _check_residual(residual_echo: object, echo_margin_db: object) -> float:
+    if residual_echo is not None and not hasattr(residual_echo, "residual_echo_dbfs"):
+        raise ConfigurationError(
+            f"residual_echo={residual_echo!r} has no residual_echo_dbfs: pass the "
+            "EchoCanceller whose output the detector hears (EchoCancelledInput.canceller)"
+        )
+    if (
+        isinstance(echo_margin_db, bool)
+        or not isinstance(echo_margin_db, int | float)
+        or not 0.0 <= echo_margin_db <= 40.0
+    ):
+        raise ConfigurationError(
+            f"echo_margin_db={echo_margin_db!r} is invalid: expected 0.0 ..= 40.0 dB"
+        )
+    return float(echo_margin_db)
 
 
 def _dbfs(frame: npt.NDArray[np.int16]) -> float:
