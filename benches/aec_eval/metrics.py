@@ -17,12 +17,14 @@ the echo's tail) without the user's line and the 0.5 s after it.
   output (the user's line and what follows it silenced), and ``agent_only_s`` its duration.
 * ``barge_in_ms``: how long after the user's onset the same detector fires on the output
   (``nan``: not within 1 s, or no user).
-* ``stoi``: STOI of the user's line in the output against the user alone (``nan`` without one).
+* ``stoi``: STOI of the user's line in the output against the user alone (``nan`` without one,
+  or for a line too short for STOI's 384 ms of speech, such as "Stop.").
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -131,7 +133,10 @@ def stoi(s: Scene, out: Signal) -> float:
     if s.user_span is None:
         return math.nan
     u0, u1 = s.user_span
-    return float(_stoi(s.user[u0:u1], out[u0:u1], RATE_HZ))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # too short a line: pystoi warns and returns 1e-5
+        value = float(_stoi(s.user[u0:u1], out[u0:u1], RATE_HZ))
+    return value if value > 1e-4 else math.nan
 
 
 def measure(s: Scene, out: Signal) -> dict[str, Any]:

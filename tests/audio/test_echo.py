@@ -20,7 +20,7 @@ from voxwire.audio import (
     MemoryInput,
     MemoryOutput,
 )
-from voxwire.audio.room import RoomPath, erle_db, room_impulse_response, si_sdr_db
+from voxwire.audio.room import RoomPath, erle_db, level_dbfs, room_impulse_response, si_sdr_db
 from voxwire.exceptions import ConfigurationError
 
 pytest.importorskip("voxwire.server.engines.tts")
@@ -136,3 +136,27 @@ def test_chunking_does_not_change_the_output() -> None:
     a = cancel(s, block=480)
     b = cancel(s, block=77)
     assert np.array_equal(a, b)
+
+
+def test_the_residual_echo_estimate_follows_what_is_left() -> None:
+    """``residual_echo_dbfs``: the echo the canceller believes is left in its latest block (the
+    accessor a barge-in detector can compare the output with). After convergence, on echo-only
+    blocks, it is within a few dB of the output's level; with nothing played it is -120."""
+    s = scene(0.45, user_at_s=None)
+    aec = EchoCanceller(RATE_HZ)
+    assert aec.residual_echo_dbfs == -120.0
+    block = aec.block_samples
+    estimates, levels, echoes = [], [], []
+    for i in range(0, len(s.mic) - block + 1, block):
+        out = aec.process(s.mic[i : i + block], s.reference[i : i + block])
+        estimates.append(aec.residual_echo_dbfs)
+        levels.append(level_dbfs(out))
+        # The block just computed is returned by the next call, two blocks behind the input.
+        echoes.append(level_dbfs(s.echo[max(i - block, 0) : max(i - block, 0) + block]))
+    start = 2 * SECOND // block
+    diff = [e - v for e, v, x in zip(estimates, levels, echoes, strict=True) if x > -60][start:]
+    assert abs(float(np.median(diff))) <= 4.0
+    assert float(np.percentile(np.abs(diff), 80)) <= 8.0
+    quiet = EchoCanceller(RATE_HZ)
+    quiet.process(s.mic[:SECOND], np.zeros(SECOND, dtype=np.int16))
+    assert quiet.residual_echo_dbfs == -120.0

@@ -20,7 +20,9 @@ SECOND = RATE_HZ
 PERIOD_MS = 20
 
 
-def misreported_run(wrong_ms: int, *, delay_search: bool) -> tuple[float, EchoCancelledInput]:
+def misreported_run(
+    wrong_ms: int, *, delay_search: bool, suppression_db: float = 40.0
+) -> tuple[float, EchoCancelledInput]:
     """A 24 kHz speaker that reports 100 ms of output latency but plays after ``100 -
     wrong_ms``: the clocks pair each captured block with reference the room played ``wrong_ms``
     earlier. Returns the ERLE from 2 s on and the input."""
@@ -32,6 +34,7 @@ def misreported_run(wrong_ms: int, *, delay_search: bool) -> tuple[float, EchoCa
         speaker.output,
         now=speaker.now,
         delay_search=delay_search,
+        suppression_db=suppression_db,
     )
     speaker.output.set_tap(mic.reference)
     speaker.output.push("item", 0, s.reference.tobytes())
@@ -55,8 +58,11 @@ def misreported_run(wrong_ms: int, *, delay_search: bool) -> tuple[float, EchoCa
 
 @pytest.mark.parametrize("wrong_ms", [40, 60, 80])
 def test_over_reported_output_latency_is_found(wrong_ms: int) -> None:
-    without, _ = misreported_run(wrong_ms, delay_search=False)
-    assert without < 12.0  # the echo comes before its reference: nothing to cancel it with
+    # The echo comes before its reference: the linear filter has nothing to cancel it with (the
+    # post-filter alone, which assumes the residual 10 dB louder than estimated since issue 31,
+    # still removes 15-20 dB of it, so the control is the filter).
+    without, _ = misreported_run(wrong_ms, delay_search=False, suppression_db=0.0)
+    assert without < 12.0
     found, mic = misreported_run(wrong_ms, delay_search=True)
     assert found >= 25.0
     estimate = mic.canceller.delay_estimate_samples
@@ -105,7 +111,9 @@ def test_a_drifting_delay_is_followed(ppm: float) -> None:
     far, mic, echo = drifting_echo(250.0, ppm, repeats=5)  # 55 s
     seconds = len(far) / RATE_HZ
     last = slice(len(far) - 10 * SECOND, len(far))
-    out, _ = run_canceller(EchoCanceller(RATE_HZ), mic, far)
+    # The control is the linear filter without the search (the post-filter alone removes 24-28
+    # dB of this echo since issue 31's overdrive; the search is what lets the filter reach it).
+    out, _ = run_canceller(EchoCanceller(RATE_HZ, suppression_db=0.0), mic, far)
     without = erle_db(echo[last], out[last])
     aec = EchoCanceller(RATE_HZ, delay_search=True)
     out, estimates = run_canceller(aec, mic, far)

@@ -170,6 +170,14 @@ impl EchoCanceller {
         self.inner.stats().echo_delay_samples
     }
 
+    /// Level of the echo the canceller estimates is left in its latest output block (10 ms,
+    /// the last complete one), after the linear filter and the post-filter, in dBFS (-120 for
+    /// none): what a barge-in detector can compare the output with.
+    #[getter]
+    fn residual_echo_dbfs(&self) -> f32 {
+        self.inner.stats().residual_echo_dbfs
+    }
+
     fn __repr__(&self) -> String {
         let c = self.inner.config();
         format!(

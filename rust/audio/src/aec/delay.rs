@@ -22,6 +22,10 @@ const STEP: f32 = 0.3;
 const PRE_EMPHASIS: f32 = 0.9;
 /// The peak (three taps) must hold this share of the filter's energy to count.
 const PEAK_SHARE: f32 = 0.06;
+/// An earlier path with at least this share of the peak's energy (three taps each) is the
+/// direct path the peak is a reflection of (in diffuse rooms a late reflection can be the
+/// strongest tap; the filter must keep the direct sound, which comes first).
+const EARLY_SHARE: f32 = 0.2;
 /// Consecutive blocks the peak must stay within `WOBBLE` taps before it is believed: a quarter
 /// of a second to follow a small move (drift), a second to jump elsewhere (a peak that moves
 /// far for a moment is more often the filter disturbed by double-talk than a new delay).
@@ -57,6 +61,9 @@ pub(crate) struct DelayEstimator {
     candidate: usize,
     stable: u32,
     estimate: Option<usize>,
+    /// The earliest path with `EARLY_SHARE` of the peak's energy, when the estimate was last
+    /// believed, in samples.
+    earliest: Option<usize>,
     /// Blocks seen, the drift fit's clock.
     blocks: f64,
     /// Exponentially weighted least-squares sums of the fine delay `d` against the block `t`:
@@ -82,6 +89,7 @@ impl DelayEstimator {
             candidate: 0,
             stable: 0,
             estimate: None,
+            earliest: None,
             blocks: 0.0,
             fit: [0.0; 6],
         }
@@ -98,6 +106,7 @@ impl DelayEstimator {
         self.candidate = 0;
         self.stable = 0;
         self.estimate = None;
+        self.earliest = None;
         self.blocks = 0.0;
         self.fit = [0.0; 6];
     }
@@ -128,6 +137,12 @@ impl DelayEstimator {
     /// The believed delay of the strongest echo path behind the reference, in samples.
     pub(crate) fn estimate(&self) -> Option<usize> {
         self.estimate
+    }
+
+    /// The earliest echo path of about the strongest's size (the direct sound), in samples:
+    /// never later than [`estimate`](Self::estimate).
+    pub(crate) fn earliest(&self) -> Option<usize> {
+        self.earliest
     }
 
     /// Learn from one block of microphone and reference (same length).
@@ -205,10 +220,23 @@ impl DelayEstimator {
         let needed = if near || self.estimate.is_none() { STABLE_BLOCKS } else { JUMP_BLOCKS };
         if self.stable >= needed {
             self.estimate = Some(lag * self.factor);
+            self.earliest = Some(self.earliest_lag(peak) * self.factor);
         }
         if near && self.stable >= STABLE_BLOCKS && best > 0 && best + 1 < self.taps {
             self.add_fine(best);
         }
+    }
+
+    /// The smallest lag whose three taps hold `EARLY_SHARE` of `peak` (coefficient j is the lag
+    /// `taps - 1 - j`, so the search runs from the newest coefficient down).
+    fn earliest_lag(&self, peak: f32) -> usize {
+        let h2 = |j: usize| self.h[j] * self.h[j];
+        for j in (1..self.taps.saturating_sub(1)).rev() {
+            if h2(j - 1) + h2(j) + h2(j + 1) >= EARLY_SHARE * peak {
+                return self.taps - 1 - j;
+            }
+        }
+        self.candidate
     }
 
     /// Add the sub-tap position of the peak at `j` (a parabola through the energies of it and

@@ -96,6 +96,10 @@ pub struct EchoStats {
     /// and compensates, in parts per million (positive: the echo falls further behind); `None`
     /// while it sees none it can tell from zero, or with the search off.
     pub drift_ppm: Option<f32>,
+    /// Level of the echo the canceller estimates is left in its latest output block (10 ms),
+    /// after the linear filter and the post-filter, in dBFS (-120 for none). A barge-in
+    /// detector can ask whether what it hears is louder than this.
+    pub residual_echo_dbfs: f32,
 }
 
 /// A streaming acoustic echo canceller; see the module docs.
@@ -126,8 +130,14 @@ pub struct EchoCanceller {
     energy_fg: f32,
     energy_bg: f32,
     converged: bool,
+    /// Consecutive blocks with a high residual after convergence (see `follow_delay`).
+    troubled_blocks: u32,
     blocks: u64,
 }
+
+/// Blocks of high residual after which the delay search may move the reference again: a
+/// double-talk turn rarely lasts longer, a changed echo path does.
+const HOLD_BLOCKS: u32 = 100;
 
 /// Reference blocks quieter than this mean square (about -70 dBFS) teach the filter nothing.
 const FAR_ACTIVE_POWER: f32 = 1e-7;
@@ -195,6 +205,7 @@ impl EchoCanceller {
             energy_fg: 0.0,
             energy_bg: 0.0,
             converged: false,
+            troubled_blocks: 0,
             blocks: 0,
             config,
         })
@@ -230,6 +241,7 @@ impl EchoCanceller {
                 .as_ref()
                 .and_then(|(e, _)| e.drift_per_block(self.n))
                 .map(|d| (d / self.n as f64 * 1e6) as f32),
+            residual_echo_dbfs: 10.0 * self.suppressor.residual.max(1e-12).log10(),
         }
     }
 
@@ -243,6 +255,7 @@ impl EchoCanceller {
         self.energy_fg = 0.0;
         self.energy_bg = 0.0;
         self.converged = false;
+        self.troubled_blocks = 0;
         self.blocks = 0;
         self.delay_blocks = 0;
         self.phase = 0.0;
@@ -350,7 +363,13 @@ impl EchoCanceller {
         }
         // Only a reference that leads can be delayed: at no delay, drift the other way waits.
         self.phase = self.phase.clamp(0.0, n as f64);
-        if let Some(estimate) = estimator.estimate() {
+        // A residual that has stayed high for less than a second after convergence is more
+        // likely the user talking than a moved echo: the reference stays where it is meanwhile.
+        let troubled = self.converged && self.energy_fg > 0.25 * self.energy_mic;
+        self.troubled_blocks = if troubled { self.troubled_blocks.saturating_add(1) } else { 0 };
+        let hold = self.troubled_blocks > 0 && self.troubled_blocks < HOLD_BLOCKS;
+        // The filter must keep the direct sound: the earliest strong path, not the strongest.
+        if let (Some(estimate), false) = (estimator.earliest(), hold) {
             // The strongest path should sit in the filter's first blocks: after half a block
             // (room for the path to come earlier) and before four (the tail's length is for
             // the reverberation, not for delay).
