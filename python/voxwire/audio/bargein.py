@@ -41,7 +41,7 @@ _ECHO_READINGS = 3
 #: benches/aec_eval (python -m benches.aec_eval.bargein --set tune --sweep).
 BEHIND_CANCELLER_MARGIN_DB = 12.0
 BEHIND_CANCELLER_GATE_DBFS = -50.0
-BEHIND_CANCELLER_MIN_SPEECH_MS = 60
+BEHIND_CANCELLER_MIN_SPEECH_MS = 80
 BEHIND_CANCELLER_AGGRESSIVENESS = 2
 
 
@@ -130,7 +130,7 @@ class BargeInDetector:
         the canceller's residue, not the agent. Given the ``canceller`` (the input's
         ``canceller``), a frame must also stand ``BEHIND_CANCELLER_MARGIN_DB`` (12 dB) above
         the echo it estimates it left (see the class docs), and with that check webrtcvad runs
-        at aggressiveness 2 and 60 ms of speech trigger (chosen on the tune rooms). The session
+        at aggressiveness 2 and 80 ms of speech trigger (chosen on the tune rooms). The session
         passes it for ``local_barge_in=True`` with ``echo_cancellation=True``;
         benches/RESULTS.md ("Barge-in behind the canceller over unseen rooms") has the figures
         with and without it."""
