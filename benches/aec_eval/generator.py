@@ -22,12 +22,12 @@ another. Nothing here knows about any canceller.
   the echo arrives later than reported), in half the microphone's clock drifts from the
   speaker's by up to +-100 ppm (band-limited interpolation of the echo).
 * **Talkers**: espeak-ng's ten service voices at 0.9-1.15x speed, plus hibari's neural voice
-  for the agent when installed, each re-pitched by 0.88-1.12x; 2-3 agent sentences with
-  pauses; the user at the start (0.2-1.5 s in), the middle, the end of the agent's turn, or not
-  at all.
+  for the agent (the dev extra installs it; without it, its seeds speak with espeak-ng), each
+  re-pitched by 0.88-1.12x; 2-3 agent sentences with pauses; the user at the start (0.2-1.5 s
+  in), the middle, the end of the agent's turn, or not at all.
 
 Renders are cached under benches/aec_eval/cache/ (git-ignored). ``SEEDS`` holds the disjoint
-tune and held-out ranges.
+tune, held-out and test ranges.
 """
 
 from __future__ import annotations
@@ -283,8 +283,11 @@ def drift(x: npt.NDArray[np.float64], ppm: float) -> npt.NDArray[np.float64]:
 def _agent_turn(
     rng: np.random.Generator,
 ) -> tuple[npt.NDArray[np.float64], list[tuple[int, int]], dict[str, Any]]:
-    voices = ESPEAK_VOICES + (("hibari",) if _hibari_available() else ())
-    voice = str(rng.choice(voices))
+    # Drawn from all eleven whether or not hibari is installed, so every other seed's scene is
+    # the same everywhere; without hibari its seeds speak with espeak-ng's "alloy".
+    voice = str(rng.choice((*ESPEAK_VOICES, "hibari")))
+    if voice == "hibari" and not _hibari_available():
+        voice = "alloy"
     speed, pitch = float(rng.uniform(0.9, 1.15)), float(rng.uniform(0.88, 1.12))
     lines = rng.choice(len(AGENT_LINES), size=int(rng.integers(2, 4)), replace=False)
     parts: list[npt.NDArray[np.float64]] = [np.zeros(RATE_HZ // 2)]

@@ -77,6 +77,8 @@ async def talk(options: TalkOptions) -> None:
     aec = same_device(microphone, speaker) if options.aec is None else options.aec
     # Real devices misreport their latencies and their clocks drift: search the echo's delay.
     source = (
+        # The delay search on: over 120 unseen rooms (benches/RESULTS.md, "Echo cancellation over
+        # unseen rooms") it gives 35 dB median / 17 dB worst against 33 / 6 without it.
         EchoCancelledInput(microphone, speaker.output, delay_search=True) if aec else microphone
     )
     session = RealtimeSession(

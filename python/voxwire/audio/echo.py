@@ -27,6 +27,10 @@ arrive before the reference that was paired with it, which no canceller can remo
 own delay search (Rust, a matched filter on decimated signals) finds where the echo really is
 and delays the reference to it; it keeps following it if the clocks drift. docs/audio-io.md has
 the knobs and their trade-offs.
+
+``input.canceller.residual_echo_dbfs`` is the canceller's estimate of the echo left in its latest
+10 ms block (-120 for none): what a barge-in detector can compare the cleaned microphone with.
+
 """
 
 from __future__ import annotations
