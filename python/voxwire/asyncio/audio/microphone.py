@@ -185,8 +185,10 @@ class Microphone:
                     f"BargeInDetector(rate_hz={rate}), or pass local_barge_in=True"
                 )
             return self._barge_in
-        if isinstance(self.source, EchoCancelledInput):  # the agent's echo is gone
-            return BargeInDetector.behind_echo_canceller(rate)
+        if isinstance(self.source, EchoCancelledInput):  # the agent's echo is gone: what is
+            # left of it, the canceller says (the detector reads it on the source's thread,
+            # right after the canceller made the block)
+            return BargeInDetector.behind_echo_canceller(rate, self.source.canceller)
         return BargeInDetector(rate)
 
     # --- on the source's thread -------------------------------------------------------------------
