@@ -116,13 +116,13 @@ def _render(text: str, voice: str, speed: float) -> npt.NDArray[np.float64]:
         from voxwire.server.engines.tts import HibariEngine
 
         spoken: Any = HibariEngine.shared().synthesize(text, "alloy", speed)
-    else:
-        from voxwire.server.engines.tts import EspeakEngine
+        pcm, rate_hz = np.asarray(spoken.pcm, dtype=np.int16), spoken.rate_hz
+    else:  # a fresh engine per line: espeak-ng's state would carry between lines (speak.py)
+        from benches.aec_eval.speak import spoken as fresh
 
-        spoken = EspeakEngine.shared().synthesize(text, voice, speed)
-    pcm = np.asarray(spoken.pcm, dtype=np.int16)
-    if spoken.rate_hz != RATE_HZ:
-        pcm = Resampler(spoken.rate_hz, RATE_HZ).process(pcm)
+        pcm, rate_hz = fresh(text, voice, speed)
+    if rate_hz != RATE_HZ:
+        pcm = Resampler(rate_hz, RATE_HZ).process(pcm)
     out = pcm.astype(np.float64)
     CACHE.mkdir(exist_ok=True)
     np.save(path, out)

@@ -62,8 +62,8 @@ def agent_turn(cancel_echo: bool) -> tuple[int, list[AudioInterruptedEvent]]:
             assert microphone.pipeline is not None
             assert microphone.pipeline.barge_in is not None
             assert microphone.pipeline.barge_in.echo_gate_dbfs == -50.0  # no -30 dBFS gate
-            if isinstance(source, EchoCancelledInput):  # it hears the canceller's estimate
-                assert microphone.pipeline.barge_in.residual_echo is source.canceller
+            # the level rule by default (the residual-echo gate is opt-in: docs/audio-io.md)
+            assert microphone.pipeline.barge_in.residual_echo is None
             barge_ins = microphone.barge_ins
             collector.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -31,7 +31,7 @@ from benches.aec_eval.generator import SEEDS, generate
 from benches.aec_eval.metrics import measure
 from benches.aec_eval.run import raw, voxwire
 
-DISTORTING, LATE, EARLY_TALK, EARLY_ECHO = 90014, 90020, 90003, 90021
+DISTORTING, LATE, EARLY_TALK, EARLY_ECHO = 90014, 90052, 90003, 90021
 SLICE = (DISTORTING, LATE, EARLY_TALK, EARLY_ECHO)
 
 

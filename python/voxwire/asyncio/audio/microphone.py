@@ -185,10 +185,12 @@ class Microphone:
                     f"BargeInDetector(rate_hz={rate}), or pass local_barge_in=True"
                 )
             return self._barge_in
-        if isinstance(self.source, EchoCancelledInput):  # the agent's echo is gone: what is
-            # left of it, the canceller says (the detector reads it on the source's thread,
-            # right after the canceller made the block)
-            return BargeInDetector.behind_echo_canceller(rate, self.source.canceller)
+        if isinstance(self.source, EchoCancelledInput):  # the agent's echo is gone
+            # The level rule, not the residual-echo gate (behind_echo_canceller(rate,
+            # canceller)): on held-out rooms the gate heard twice the real barge-ins but made
+            # twice the false ones (benches/RESULTS.md, "Barge-in behind the canceller over
+            # unseen rooms"); an agent cutting itself off is the worse failure.
+            return BargeInDetector.behind_echo_canceller(rate)
         return BargeInDetector(rate)
 
     # --- on the source's thread -------------------------------------------------------------------
