@@ -77,6 +77,7 @@ from voxwire.asyncio.events.lifecycle import SessionState
 from voxwire.asyncio.events.queue import EventQueue, QueueClosed, QueueIterator
 from voxwire.asyncio.events.translate import EventTranslator
 from voxwire.asyncio.observability.metrics import Metrics, MetricsRecorder, ResponseMetrics
+from voxwire.asyncio.observability.pricing import ModelPrices
 from voxwire.asyncio.options import SessionOptions
 from voxwire.asyncio.persistence.recording import Persistence, SessionPersistence
 from voxwire.asyncio.persistence.resumption import ConversationStart, ResumeSource, resume_options
@@ -132,7 +133,8 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
     OpenTelemetry spans go to ``tracer_provider`` (default: the global one) when
     ``opentelemetry-api`` is installed. Metrics (:mod:`voxwire.asyncio.observability.metrics`,
     ``session.metrics``, ``metrics_collected`` events) take their time from ``clock``
-    (monotonic seconds, default :func:`time.monotonic`).
+    (monotonic seconds, default :func:`time.monotonic`); usage is priced by ``prices`` (by model,
+    over the published ones: :mod:`voxwire.asyncio.observability.pricing`).
 
     Agent features (docs/agents.md): the agent's function tools run when the model calls them
     (``tool_output_attempts``: how often an output the connection or the server refused is
@@ -207,6 +209,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         input_guardrail_refusal: Refusal = DEFAULT_REFUSAL,
         mcp_follow_up: bool = True,
         call_control: CallControl | None = None,
+        prices: Mapping[str, ModelPrices] | None = None,
     ) -> None:
         # Every argument goes to SessionOptions, which checks them (asyncio/options.py);
         # nothing is opened, read or started here.
@@ -260,6 +263,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
             playback=self._playback,
             is_out_of_band=lambda response_id: self._protocol.is_out_of_band(response_id),
             underruns=sink.underruns if isinstance(sink, AudioOutputPath) else None,
+            usage=hosts.usage_wiring(lambda: self._protocol.session, options, emit),
         )
         self._feed = (
             AudioOutputFeed(sink, lambda: self._protocol.session, self._metrics.audio_pushed, emit)

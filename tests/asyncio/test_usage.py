@@ -1,0 +1,152 @@
+"""Usage and cost: the price arithmetic, then a session against the local server (its usage in
+``response.done`` as the service reports it, cached tokens included)."""
+
+from __future__ import annotations
+
+import pytest
+
+from voxwire.asyncio import RealtimeSession
+from voxwire.asyncio.events import RawServerEvent, UsageUpdatedEvent
+from voxwire.asyncio.observability.metrics import TokenUsage
+from voxwire.asyncio.observability.pricing import (
+    PUBLISHED_PRICES,
+    DurationPrices,
+    TokenPrices,
+    duration_cost_usd,
+    price_table,
+    prices_for,
+    token_cost_usd,
+)
+from voxwire.exceptions import ConfigurationError
+from voxwire.protocol import server_events as se
+
+from .helpers import AUDIO_MANUAL, run, serving, speech_pcm, until
+
+#: Round prices, so the expected figures can be worked out by hand.
+ROUND = TokenPrices(
+    text_input=1.0,
+    text_cached_input=0.1,
+    text_output=2.0,
+    audio_input=10.0,
+    audio_cached_input=0.5,
+    audio_output=20.0,
+    image_input=3.0,
+    image_cached_input=0.3,
+)
+
+
+def test_cached_input_is_priced_at_the_cached_rate_and_not_twice() -> None:
+    usage = TokenUsage(
+        input_tokens=1_300,
+        output_tokens=300,
+        input_text_tokens=1_000,
+        input_audio_tokens=200,
+        input_image_tokens=100,
+        input_cached_tokens=700,
+        input_cached_text_tokens=600,
+        input_cached_audio_tokens=100,
+        output_text_tokens=100,
+        output_audio_tokens=200,
+    )
+    # text: 400 * 1 + 600 * 0.1; audio: 100 * 10 + 100 * 0.5; image: 100 * 3;
+    # output: 100 * 2 + 200 * 20 — per million tokens.
+    expected = (400 + 60 + 1_000 + 50 + 300 + 200 + 4_000) / 1_000_000
+    assert token_cost_usd(usage, ROUND) == pytest.approx(expected)
+
+
+def test_cached_tokens_without_a_split_count_as_text() -> None:
+    usage = TokenUsage(input_text_tokens=1_000, input_cached_tokens=1_000)
+    assert token_cost_usd(usage, ROUND) == pytest.approx(1_000 * 0.1 / 1_000_000)
+
+
+def test_live_time_is_priced_per_second_at_its_rates() -> None:
+    prices = DurationPrices(active_per_minute=0.05, standby_per_minute=0.02)
+    assert duration_cost_usd(90, prices) == pytest.approx(0.075)
+    assert duration_cost_usd(90, prices, active_seconds=60, standby_seconds=30) == pytest.approx(
+        0.05 + 0.01
+    )
+
+
+def test_the_published_table_names_its_source_and_date_and_takes_overrides() -> None:
+    for model, prices in PUBLISHED_PRICES.items():
+        assert prices.source.startswith("https://developers.openai.com/"), model
+        assert prices.as_of == "2026-11-27", model
+    assert (
+        prices_for("gpt-realtime-2-2026-09-01", PUBLISHED_PRICES)
+        is PUBLISHED_PRICES["gpt-realtime-2"]
+    )
+    assert prices_for("no-such-model", PUBLISHED_PRICES) is None  # no guess
+    assert price_table({"gpt-realtime-2": ROUND})["gpt-realtime-2"] is ROUND
+
+
+def test_a_price_table_of_the_wrong_shape_fails_at_construction() -> None:
+    with pytest.raises(ConfigurationError, match="prices"):
+        RealtimeSession(prices={"gpt-realtime": 4.0})  # type: ignore[dict-item]
+
+
+def test_usage_per_response_and_session_matches_the_servers_response_done() -> None:
+    async def body() -> None:
+        pcm = speech_pcm()
+        async with (
+            serving(tts="espeak") as server,
+            RealtimeSession(
+                url=server.url(model="my-model"),
+                config=AUDIO_MANUAL,
+                raw_server_events=True,
+                prices={"my-model": ROUND},
+            ) as session,
+        ):
+            reported: list[TokenUsage] = []
+            updates: list[UsageUpdatedEvent] = []
+            for _turn in range(2):
+                await session.send_audio(pcm, commit=True)
+                await session.create_response()
+                events = await until(session, "usage_updated")
+                updates += [e for e in events if isinstance(e, UsageUpdatedEvent)]
+                reported += [
+                    TokenUsage.from_usage(e.event.response.usage)
+                    for e in events
+                    if isinstance(e, RawServerEvent) and isinstance(e.event, se.ResponseDone)
+                ]
+            assert len(reported) == len(updates) == 2
+            first, second = reported
+            # The second response's input begins with the first's: the server says it was
+            # cached, as the service does (a part of the input tokens, split by modality).
+            assert first.input_cached_tokens == 0
+            assert second.input_cached_audio_tokens > 0
+            assert second.input_cached_tokens == (
+                second.input_cached_text_tokens + second.input_cached_audio_tokens
+            )
+            assert second.input_cached_tokens <= second.input_tokens
+            totals = session.metrics
+            assert totals.usage == first + second
+            assert updates[-1].totals.usage == totals.usage
+            for update, usage in zip(updates, reported, strict=True):
+                assert update.response.usage == usage
+                assert update.response.estimated_cost_usd == pytest.approx(
+                    token_cost_usd(usage, ROUND)
+                )
+                assert update.response.output_audio_s > 0
+            assert totals.estimated_cost_usd == pytest.approx(token_cost_usd(totals.usage, ROUND))
+            assert totals.input_audio_s == pytest.approx(2 * len(pcm) / 48_000)
+            assert totals.output_audio_s == pytest.approx(
+                sum(u.response.output_audio_s for u in updates)
+            )
+
+    run(body())
+
+
+def test_a_model_without_a_price_has_no_estimate() -> None:
+    async def body() -> None:
+        async with (
+            serving() as server,
+            RealtimeSession(url=server.url(model="unpriced"), config=AUDIO_MANUAL) as session,
+        ):
+            await session.send_message("hello")
+            events = await until(session, "usage_updated")
+            (update,) = [e for e in events if isinstance(e, UsageUpdatedEvent)]
+            assert update.response.usage.total_tokens > 0
+            assert update.response.estimated_cost_usd is None
+            assert session.metrics.estimated_cost_usd is None
+
+    run(body())
