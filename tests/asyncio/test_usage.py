@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from websockets.asyncio.server import ServerConnection, serve
+
+from tests.live.samples import SERVER, SESSION
+from voxwire.agents import RealtimeAgent
 from voxwire.asyncio import RealtimeSession
 from voxwire.asyncio.events import RawServerEvent, UsageUpdatedEvent
+from voxwire.asyncio.live import LiveSession, LiveUsageEvent
 from voxwire.asyncio.observability.metrics import TokenUsage
 from voxwire.asyncio.observability.pricing import (
     PUBLISHED_PRICES,
@@ -148,5 +154,60 @@ def test_a_model_without_a_price_has_no_estimate() -> None:
             assert update.response.usage.total_tokens > 0
             assert update.response.estimated_cost_usd is None
             assert session.metrics.estimated_cost_usd is None
+
+    run(body())
+
+
+def test_a_live_sessions_time_is_priced_as_the_server_reports_it() -> None:
+    usage = {"seconds": 90.0, "active_seconds": 60, "paused_seconds": 30}
+
+    async def peer(ws: ServerConnection) -> None:
+        await ws.recv()
+        await ws.send(json.dumps({**SERVER["session.started"], "session": SESSION}))
+        await ws.send(json.dumps({**SERVER["session.usage.updated"], "usage": usage}))
+        await ws.send(json.dumps({**SERVER["session.closed"], "usage": {"seconds": 120.0}}))
+        async for _ in ws:
+            pass
+
+    async def body() -> None:
+        async with serve(peer, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            session = LiveSession(
+                RealtimeAgent(name="Priced"),
+                url=f"ws://127.0.0.1:{port}/v1/live/sessions",
+                model="gpt-live-1.1",
+            )
+            await session.connect()
+            events = [event async for event in session]
+            (update,) = [e for e in events if isinstance(e, LiveUsageEvent)]
+            assert (update.active_seconds, update.standby_seconds) == (60, 30)
+            assert update.estimated_cost_usd == pytest.approx(60 * 0.05 / 60 + 30 * 0.02 / 60)
+            # The final usage (no split: all active) is what the metrics keep.
+            assert session.metrics.estimated_cost_usd == pytest.approx(120 * 0.05 / 60)
+            await session.close()
+
+    run(body())
+
+
+def test_a_live_price_given_by_the_application_is_used() -> None:
+    async def peer(ws: ServerConnection) -> None:
+        await ws.recv()
+        await ws.send(json.dumps({**SERVER["session.started"], "session": SESSION}))
+        await ws.send(json.dumps(SERVER["session.closed"]))
+        async for _ in ws:
+            pass
+
+    async def body() -> None:
+        async with serve(peer, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            session = LiveSession(
+                RealtimeAgent(name="Unpriced"),
+                url=f"ws://127.0.0.1:{port}/v1/live/sessions",
+                prices={"gpt-live-1": DurationPrices(active_per_minute=0.1, standby_per_minute=0)},
+            )
+            await session.connect()
+            [event async for event in session]
+            assert session.metrics.estimated_cost_usd == pytest.approx(8 * 0.1 / 60 + 0)
+            await session.close()
 
     run(body())

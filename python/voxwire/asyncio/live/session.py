@@ -72,6 +72,7 @@ from voxwire.asyncio.live.recording import LiveRecording
 from voxwire.asyncio.live.replies import Replies
 from voxwire.asyncio.live.sideband import LiveSideband, check_attach_options
 from voxwire.asyncio.live.spans import LiveSpans
+from voxwire.asyncio.observability.pricing import LivePricing, ModelPrices
 from voxwire.asyncio.observability.tracing import SessionTracer
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
@@ -116,6 +117,7 @@ class LiveSession(LiveSideband, LiveHandling):
         input_guardrail_refusal: Refusal = DEFAULT_REFUSAL,
         tracer_provider: TracerProvider | None = None,
         tracing_disabled: bool = False,
+        prices: Mapping[str, ModelPrices] | None = None,
     ) -> None:
         _check_options(delegation, backend, decisions, reconnect)
         self.agent = agent
@@ -147,6 +149,8 @@ class LiveSession(LiveSideband, LiveHandling):
             self._output, emit=self.emit, heard=self._heard, truncated=self._truncated
         )
         self._usage: tuple[float, float | None] = (0.0, None)  # seconds, context usage ratio
+        self._pricing = LivePricing(model, prices)  # docs/operations.md
+        self._cost_usd: float | None = None
         self._delegations_started = 0  # over every connection (a fork's core starts empty)
         self._spoken = ""  # the assistant's words of this turn, as generated (for guardrails)
         self._checked = 0
@@ -311,6 +315,7 @@ class LiveSession(LiveSideband, LiveHandling):
         return self._playback.metrics(
             usage_seconds=self._usage[0],
             context_usage_ratio=self._usage[1],
+            estimated_cost_usd=self._cost_usd,
             delegations=self._delegations_started,
             tool_calls=self._responses.calls if self._responses is not None else 0,
         )

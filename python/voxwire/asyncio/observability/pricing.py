@@ -17,13 +17,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Final, Protocol, TypeAlias
 
 from voxwire.asyncio.observability.records import TokenUsage
 
 __all__ = [
     "PUBLISHED_PRICES",
+    "BilledTime",
     "DurationPrices",
+    "LivePricing",
     "ModelPrices",
     "TokenPrices",
     "duration_cost_usd",
@@ -171,3 +173,36 @@ def duration_cost_usd(
         (active_seconds or 0) * prices.active_per_minute
         + (standby_seconds or 0) * prices.standby_per_minute
     ) / 60
+
+
+class BilledTime(Protocol):
+    """What a Live session's usage says of its time (``voxwire.live.SessionUsage``)."""
+
+    @property
+    def seconds(self) -> float: ...
+
+    @property
+    def active_seconds(self) -> int | None: ...
+
+    @property
+    def paused_seconds(self) -> int | None: ...
+
+
+class LivePricing:
+    """A Live session's prices: ``model``'s from the published table with ``overrides`` over
+    it; :meth:`cost` prices the time the server reported (``None``: no price for the model,
+    or it is billed by tokens)."""
+
+    def __init__(self, model: str, overrides: Mapping[str, ModelPrices] | None = None) -> None:
+        found = prices_for(model, price_table(overrides))
+        self.prices = found if isinstance(found, DurationPrices) else None
+
+    def cost(self, usage: BilledTime) -> float | None:
+        if self.prices is None:
+            return None
+        return duration_cost_usd(
+            usage.seconds,
+            self.prices,
+            active_seconds=usage.active_seconds,
+            standby_seconds=usage.paused_seconds,
+        )
