@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
@@ -158,56 +161,55 @@ def test_a_model_without_a_price_has_no_estimate() -> None:
     run(body())
 
 
-def test_a_live_sessions_time_is_priced_as_the_server_reports_it() -> None:
-    usage = {"seconds": 90.0, "active_seconds": 60, "paused_seconds": 30}
+@asynccontextmanager
+async def live_peer(*frames: dict[str, Any]) -> AsyncIterator[str]:
+    """A Live server that starts the session, sends ``frames``, then reads until closed."""
 
     async def peer(ws: ServerConnection) -> None:
         await ws.recv()
         await ws.send(json.dumps({**SERVER["session.started"], "session": SESSION}))
-        await ws.send(json.dumps({**SERVER["session.usage.updated"], "usage": usage}))
-        await ws.send(json.dumps({**SERVER["session.closed"], "usage": {"seconds": 120.0}}))
+        for frame in frames:
+            await ws.send(json.dumps(frame))
         async for _ in ws:
             pass
 
+    async with serve(peer, "127.0.0.1", 0) as server:
+        yield f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1/live/sessions"
+
+
+async def live_events(url: str, **options: Any) -> tuple[list[Any], LiveSession]:
+    session = LiveSession(RealtimeAgent(name="Priced"), url=url, **options)
+    await session.connect()
+    events = [event async for event in session]
+    await session.close()
+    return events, session
+
+
+def test_a_live_sessions_time_is_priced_as_the_server_reports_it() -> None:
+    usage = {"seconds": 90.0, "active_seconds": 60, "paused_seconds": 30}
+    frames = (
+        {**SERVER["session.usage.updated"], "usage": usage},
+        {**SERVER["session.closed"], "usage": {"seconds": 120.0}},
+    )
+
     async def body() -> None:
-        async with serve(peer, "127.0.0.1", 0) as server:
-            port = server.sockets[0].getsockname()[1]
-            session = LiveSession(
-                RealtimeAgent(name="Priced"),
-                url=f"ws://127.0.0.1:{port}/v1/live/sessions",
-                model="gpt-live-1.1",
-            )
-            await session.connect()
-            events = [event async for event in session]
+        async with live_peer(*frames) as url:
+            events, session = await live_events(url, model="gpt-live-1.1")
             (update,) = [e for e in events if isinstance(e, LiveUsageEvent)]
             assert (update.active_seconds, update.standby_seconds) == (60, 30)
             assert update.estimated_cost_usd == pytest.approx(60 * 0.05 / 60 + 30 * 0.02 / 60)
             # The final usage (no split: all active) is what the metrics keep.
             assert session.metrics.estimated_cost_usd == pytest.approx(120 * 0.05 / 60)
-            await session.close()
 
     run(body())
 
 
 def test_a_live_price_given_by_the_application_is_used() -> None:
-    async def peer(ws: ServerConnection) -> None:
-        await ws.recv()
-        await ws.send(json.dumps({**SERVER["session.started"], "session": SESSION}))
-        await ws.send(json.dumps(SERVER["session.closed"]))
-        async for _ in ws:
-            pass
+    prices = {"gpt-live-1": DurationPrices(active_per_minute=0.1, standby_per_minute=0.0)}
 
     async def body() -> None:
-        async with serve(peer, "127.0.0.1", 0) as server:
-            port = server.sockets[0].getsockname()[1]
-            session = LiveSession(
-                RealtimeAgent(name="Unpriced"),
-                url=f"ws://127.0.0.1:{port}/v1/live/sessions",
-                prices={"gpt-live-1": DurationPrices(active_per_minute=0.1, standby_per_minute=0)},
-            )
-            await session.connect()
-            [event async for event in session]
-            assert session.metrics.estimated_cost_usd == pytest.approx(8 * 0.1 / 60 + 0)
-            await session.close()
+        async with live_peer(SERVER["session.closed"]) as url:  # 9 s: 8 active, 1 paused
+            _, session = await live_events(url, prices=prices)
+            assert session.metrics.estimated_cost_usd == pytest.approx(8 * 0.1 / 60)
 
     run(body())
