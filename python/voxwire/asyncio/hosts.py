@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import voxwire.asyncio.events as ev
 from voxwire.agents.agent import ResolvedAgent, ResolvedHandoff
 from voxwire.agents.input_guardrail import holds, turn_detection_on
+from voxwire.asyncio.agents.away import UserAwayWatch
 from voxwire.asyncio.agents.mcp import McpRunner
 from voxwire.asyncio.agents.switching import AgentSwitcher, UpdateWaiters
 from voxwire.asyncio.agents.tools import ToolRunner
@@ -55,6 +56,7 @@ __all__ = [
     "RenewHost",
     "SessionInside",
     "SwitchHost",
+    "away_watch",
     "mcp_runner",
     "usage_wiring",
 ]
@@ -387,4 +389,20 @@ def usage_wiring(
         options.model,
         options.prices,
         lambda response, totals: emit(ev.UsageUpdatedEvent(response=response, totals=totals)),
+    )
+
+
+def away_watch(
+    session: SessionInside, options: SessionOptions, emit: Callable[[ev.SessionEvent], None]
+) -> UserAwayWatch | None:
+    """The user-away watch (``user_away_timeout_s``; None: off), its hook given the session."""
+    if options.user_away_timeout_s is None:
+        return None
+    return UserAwayWatch(
+        session._translator,
+        options.user_away_timeout_s,
+        emit,
+        session._background,
+        lambda: session._switcher.agent,
+        session,
     )

@@ -101,6 +101,7 @@ class SessionOptions:
     mcp_follow_up: bool = True
     call_control: CallControl | None = None
     prices: Mapping[str, ModelPrices] | None = None
+    user_away_timeout_s: float | None = None
 
     # Derived, checked values (set in __post_init__).
     primary_url: str = field(init=False)
@@ -127,6 +128,13 @@ class SessionOptions:
                 f"renewal={self.renewal!r} is invalid: expected a RenewalPolicy or None"
             )
         self._check_store()
+        away = self.user_away_timeout_s
+        if away is not None and (
+            isinstance(away, bool) or not isinstance(away, int | float) or not away > 0
+        ):
+            raise ConfigurationError(
+                f"user_away_timeout_s={away!r} is invalid: expected seconds > 0, or None (never)"
+            )
         for model, prices in (self.prices or {}).items():
             if not isinstance(model, str) or not isinstance(prices, TokenPrices | DurationPrices):
                 raise ConfigurationError(

@@ -134,7 +134,8 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
     ``opentelemetry-api`` is installed. Metrics (:mod:`voxwire.asyncio.observability.metrics`,
     ``session.metrics``, ``metrics_collected`` events) take their time from ``clock``
     (monotonic seconds, default :func:`time.monotonic`); usage is priced by ``prices`` (by model,
-    over the published ones: :mod:`voxwire.asyncio.observability.pricing`).
+    over the published ones: :mod:`voxwire.asyncio.observability.pricing`). ``user_away_timeout_s``:
+    the user is ``away`` after this much silence on ``clock`` (docs/operations.md).
 
     Agent features (docs/agents.md): the agent's function tools run when the model calls them
     (``tool_output_attempts``: how often an output the connection or the server refused is
@@ -210,6 +211,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         mcp_follow_up: bool = True,
         call_control: CallControl | None = None,
         prices: Mapping[str, ModelPrices] | None = None,
+        user_away_timeout_s: float | None = None,
     ) -> None:
         # Every argument goes to SessionOptions, which checks them (asyncio/options.py);
         # nothing is opened, read or started here.
@@ -289,6 +291,8 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
             # With an audio output, agent_state stays "speaking" until the listener heard it.
             playback_pending=(lambda: playback.playing) if playback is not None else lambda: False,
             wait_for_playback=playback.arm_drain if playback is not None else lambda: None,
+            away_after_s=options.user_away_timeout_s,
+            now=self._clock,
         )
 
     def _setup_agent_parts(
@@ -327,6 +331,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         )
         self._speech = SpeechTracker(lambda: self._protocol, emit, self._playback)
         self._mcp = hosts.mcp_runner(self)
+        self._away = hosts.away_watch(self, options, emit)
         self._recovery = recovery_part(
             options, self._interrupter, hosts.RecoveryHost(self), self._background, emit
         )
@@ -335,7 +340,8 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         # once its item is in the history), tracing, then metrics (after response_done).
         parts: list[Any] = [self._feed, self._interrupter, self._recovery, self._reconnector]
         parts += [self._renewer]
-        parts += [self._persistence, self._switcher, self._speech, self._translator, self._tools]
+        parts += [self._persistence, self._switcher, self._speech, self._translator, self._away]
+        parts += [self._tools]
         parts += [self._mcp, self._guardrails, self._input_guardrails, self._tracer, self._metrics]
         self._dispatcher = Dispatcher(tuple(filter(None, parts)), self._handling_failed)
 

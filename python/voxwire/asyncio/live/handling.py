@@ -65,7 +65,6 @@ class LiveHandling:
     _history: list[LiveHistoryItem]
     _usage: tuple[float, float | None]  # seconds, context usage ratio
     _pricing: LivePricing
-    _cost_usd: float | None
     _delegations_started: int
     _recording: LiveRecording
     _restored: int  # history items of a resumed conversation (never merged into)
@@ -143,14 +142,13 @@ class LiveHandling:
         ratio = event.context_window.usage_ratio if event.context_window else None
         self._usage = (event.usage.seconds, ratio)
         usage = event.usage
-        self._cost_usd = self._pricing.cost(usage)
         self.emit(
             LiveUsageEvent(
                 seconds=usage.seconds,
                 context_usage_ratio=ratio,
                 active_seconds=usage.active_seconds,
                 standby_seconds=usage.paused_seconds,
-                estimated_cost_usd=self._cost_usd,
+                estimated_cost_usd=self._pricing.cost(usage),
             )
         )
 
@@ -171,7 +169,7 @@ class LiveHandling:
 
     def _on_closed(self, event: se.SessionClosed) -> None:
         self._usage = (event.usage.seconds, self._usage[1])
-        self._cost_usd = self._pricing.cost(event.usage)
+        self._pricing.cost(event.usage)
 
     # --- heard transcripts, history, guardrails ------------------------------------------------
 

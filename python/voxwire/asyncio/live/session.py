@@ -126,8 +126,7 @@ class LiveSession(LiveSideband, LiveHandling):
         self._backend = backend
         self._output = live_output(audio_output)
         self._microphone = LiveMicrophone(audio_input, self) if audio_input is not None else None
-        self._context = context
-        self._formatter = tool_error_formatter
+        self._context, self._formatter = context, tool_error_formatter
         # Bounded, never blocking the receive loop: when full, audio and usage go first.
         self._events: EventQueue[LiveEvent] = EventQueue(max_events, droppable=_droppable)
         self._tasks = OwnedTasks(self._task_failed)
@@ -150,7 +149,6 @@ class LiveSession(LiveSideband, LiveHandling):
         )
         self._usage: tuple[float, float | None] = (0.0, None)  # seconds, context usage ratio
         self._pricing = LivePricing(model, prices)  # docs/operations.md
-        self._cost_usd: float | None = None
         self._delegations_started = 0  # over every connection (a fork's core starts empty)
         self._spoken = ""  # the assistant's words of this turn, as generated (for guardrails)
         self._checked = 0
@@ -315,7 +313,7 @@ class LiveSession(LiveSideband, LiveHandling):
         return self._playback.metrics(
             usage_seconds=self._usage[0],
             context_usage_ratio=self._usage[1],
-            estimated_cost_usd=self._cost_usd,
+            estimated_cost_usd=self._pricing.cost_usd,
             delegations=self._delegations_started,
             tool_calls=self._responses.calls if self._responses is not None else 0,
         )

@@ -191,18 +191,20 @@ class BilledTime(Protocol):
 class LivePricing:
     """A Live session's prices: ``model``'s from the published table with ``overrides`` over
     it; :meth:`cost` prices the time the server reported (``None``: no price for the model,
-    or it is billed by tokens)."""
+    or it is billed by tokens) and keeps the last figure (``cost_usd``)."""
 
     def __init__(self, model: str, overrides: Mapping[str, ModelPrices] | None = None) -> None:
         found = prices_for(model, price_table(overrides))
         self.prices = found if isinstance(found, DurationPrices) else None
+        self.cost_usd: float | None = None
 
     def cost(self, usage: BilledTime) -> float | None:
         if self.prices is None:
             return None
-        return duration_cost_usd(
+        self.cost_usd = duration_cost_usd(
             usage.seconds,
             self.prices,
             active_seconds=usage.active_seconds,
             standby_seconds=usage.paused_seconds,
         )
+        return self.cost_usd
