@@ -296,6 +296,19 @@ RULES: dict[str, dict[str, set[str]]] = {
         "third_party": set(),
         "no_stdlib": set(),
     },
+    # Metrics export: an observer of sessions' events (the client's events and records) into
+    # OpenTelemetry and Prometheus, both optional and imported where used.
+    "export": {
+        "voxwire": {"voxwire.export"},
+        "voxwire_exact": {
+            "voxwire.asyncio.events",
+            "voxwire.asyncio.events.guardrail",
+            "voxwire.asyncio.live.events",
+            "voxwire.asyncio.observability.records",
+        },
+        "third_party": {"opentelemetry", "prometheus_client"},
+        "no_stdlib": set(),
+    },
     # `voxwire demo`: a client session against the local server (public names) on a virtual
     # clock, the server's voice engine speaking the user's lines, the shared console; --report
     # writes the timeline. Never the browser page: web uses the demo's agents, not the reverse.

@@ -1,0 +1,215 @@
+"""Metrics export: a session against the local server, read back through OpenTelemetry's
+in-memory reader and by scraping the Prometheus endpoint over HTTP on loopback."""
+
+from __future__ import annotations
+
+import urllib.request
+from typing import Any
+
+import pytest
+
+pytest.importorskip("prometheus_client")
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from prometheus_client.parser import text_string_to_metric_families
+
+import voxwire.asyncio.events as ev
+from voxwire.agents import RealtimeAgent, function_tool
+from voxwire.asyncio import RealtimeSession
+from voxwire.asyncio.observability.metrics import InterruptionMetrics
+from voxwire.asyncio.observability.pricing import TokenPrices
+from voxwire.export import INSTRUMENTS, MetricsExport
+from voxwire.export.otel import OpenTelemetrySink
+from voxwire.export.prometheus import PrometheusSink, serve_metrics
+
+from .asyncio.helpers import AUDIO_MANUAL, run, serving, speech_pcm, until
+
+PRICES = TokenPrices(
+    text_input=4.0,
+    text_cached_input=0.4,
+    text_output=16.0,
+    audio_input=32.0,
+    audio_cached_input=0.4,
+    audio_output=64.0,
+)
+
+
+@function_tool
+async def get_weather(city: str) -> dict[str, Any]:
+    """The weather in a city."""
+    return {"city": city, "temperature": 21}
+
+
+def otel_points(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
+    data = reader.get_metrics_data()
+    found: dict[str, list[Any]] = {}
+    for resource in data.resource_metrics if data else []:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                found.setdefault(metric.name, []).extend(metric.data.data_points)
+    return found
+
+
+def otel_sum(points: dict[str, list[Any]], name: str, **labels: str) -> float:
+    return sum(
+        p.value for p in points.get(name, []) if labels.items() <= dict(p.attributes).items()
+    )
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The endpoint's samples over HTTP: ``name{labels}`` -> value."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    samples: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            key = sample.name + "".join(f",{k}={v}" for k, v in sorted(sample.labels.items()))
+            samples[key] = sample.value
+    return samples
+
+
+def test_a_session_against_the_local_server_is_exported_to_both_backends() -> None:
+    reader = InMemoryMetricReader()
+    prometheus = PrometheusSink()
+    export = MetricsExport([OpenTelemetrySink(MeterProvider(metric_readers=[reader])), prometheus])
+    http, port = serve_metrics(prometheus, 0)
+    agent = RealtimeAgent(name="Weather", tools=[get_weather])
+
+    async def body() -> ev.UsageUpdatedEvent:
+        async with serving(tts="espeak") as server:
+            session = RealtimeSession(
+                agent,
+                url=server.url(model="priced"),
+                config=AUDIO_MANUAL,
+                prices={"priced": PRICES},
+            )
+            observer = export.session()
+            await session.connect()
+            usage: list[ev.UsageUpdatedEvent] = []
+
+            def counted(n: int) -> Any:
+                def check(event: ev.SessionEvent) -> bool:
+                    observer.observe(event)
+                    if isinstance(event, ev.UsageUpdatedEvent):
+                        usage.append(event)
+                    return len(usage) == n
+
+                return check
+
+            # A spoken turn, answered ...
+            await session.send_audio(speech_pcm(), commit=True)
+            await session.create_response()
+            await until(session, counted(1), timeout_s=30)
+            # ... then a typed one: the model calls the tool, then answers with its output.
+            await session.send_message("What is the weather like?")
+            await until(session, counted(3), timeout_s=30)
+            await session.close()
+            async for event in session:  # the rest, close last
+                observer.observe(event)
+            return usage[-1]
+
+    try:
+        last = run(body())
+        points = otel_points(reader)
+        samples = scrape(port)
+    finally:
+        http.shutdown()
+    totals = last.totals
+    tokens = totals.usage
+    assert otel_sum(points, "voxwire_sessions_started") == 1
+    assert otel_sum(points, "voxwire_sessions_active") == 0
+    assert otel_sum(points, "voxwire_sessions_ended", reason="client_closed") == 1
+    assert otel_sum(points, "voxwire_responses") == totals.responses == 3
+    assert otel_sum(points, "voxwire_user_turns") == 1
+    assert otel_sum(points, "voxwire_tool_calls", outcome="ok") == 1
+    assert otel_sum(points, "voxwire_tokens", direction="output", modality="audio") == (
+        tokens.output_audio_tokens
+    )
+    assert otel_sum(points, "voxwire_tokens", direction="input", modality="cached_audio") == (
+        tokens.input_cached_audio_tokens
+    )
+    assert otel_sum(points, "voxwire_audio_seconds", direction="in") == pytest.approx(
+        totals.input_audio_s
+    )
+    assert otel_sum(points, "voxwire_estimated_cost_usd") == pytest.approx(
+        totals.estimated_cost_usd
+    )
+    (ttfa,) = points["voxwire_time_to_first_audio_seconds"]
+    assert ttfa.count == 2  # the call has no audio
+    assert ttfa.sum == pytest.approx(totals.time_to_first_audio.total_s)
+    (tool_latency,) = points["voxwire_tool_latency_seconds"]
+    assert tool_latency.count == 1
+    speech = [p for p in points["voxwire_speech_end_to_audio_seconds"]]
+    assert [dict(p.attributes) for p in speech] == [{"stage": "received"}]
+    # The same figures scraped over HTTP.
+    assert samples["voxwire_sessions_started_total,kind=realtime"] == 1
+    assert samples["voxwire_sessions_active,kind=realtime"] == 0
+    assert samples["voxwire_responses_total,kind=realtime,status=completed"] == 3
+    assert samples["voxwire_tokens_total,direction=output,modality=audio"] == (
+        tokens.output_audio_tokens
+    )
+    assert samples["voxwire_time_to_first_audio_seconds_count"] == 2
+    assert samples["voxwire_tool_latency_seconds_count"] == 1
+    assert samples["voxwire_estimated_cost_usd_total"] == pytest.approx(totals.estimated_cost_usd)
+
+
+def test_every_instrument_is_fed_by_some_event() -> None:
+    reader = InMemoryMetricReader()
+    export = MetricsExport([OpenTelemetrySink(MeterProvider(metric_readers=[reader]))])
+    observer = export.session("live")
+    cut = InterruptionMetrics(
+        item_id="i",
+        content_index=0,
+        response_id="r",
+        played_ms=1200,
+        received_ms=3000,
+        dropped_ms=1800,
+        clock_heard_ms=1200.4,
+        truncation_error_ms=-0.4,
+    )
+    for event in (
+        ev.MetricsCollectedEvent(metrics=cut),
+        ev.InterruptionRecoveredEvent(reason="unconfirmed", transcript=None, paused_ms=300.0),
+        ev.ReconnectedEvent(url="ws://x", items_restored=3),
+        ev.RenewedEvent(
+            reason="max_duration",
+            url="ws://x",
+            old_session_id=None,
+            new_session_id=None,
+            switch_s=0.1,
+            items_replayed=0,
+        ),
+    ):
+        observer.observe(event)
+    points = otel_points(reader)
+    assert otel_sum(points, "voxwire_interruptions") == 1
+    assert otel_sum(points, "voxwire_dropped_audio_ms") == 1800
+    assert points["voxwire_truncation_error_ms"][0].sum == pytest.approx(0.4)
+    assert otel_sum(points, "voxwire_false_interruptions_recovered", reason="unconfirmed") == 1
+    assert otel_sum(points, "voxwire_reconnects") == 1
+    assert otel_sum(points, "voxwire_renewals") == 1
+    assert {spec.name for spec in INSTRUMENTS} >= set(points)
+    for spec in INSTRUMENTS:  # bounded labels: never an id
+        assert not any(label.endswith("id") for label in spec.labels), spec.name
+
+
+def test_labels_stay_bounded_over_many_sessions() -> None:
+    prometheus = PrometheusSink()
+    export = MetricsExport([prometheus])
+
+    def series() -> set[tuple[str, tuple[tuple[str, str], ...]]]:
+        return {
+            (sample.name, tuple(sorted(sample.labels.items())))
+            for metric in prometheus.registry.collect()
+            for sample in metric.samples
+        }
+
+    def one_session() -> None:
+        observer = export.session()
+        observer.observe(ev.CloseEvent(reason="client_closed"))
+
+    one_session()
+    after_one = series()
+    for _ in range(50):
+        one_session()
+    assert series() == after_one  # fifty more sessions, not one more series
