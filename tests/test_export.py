@@ -3,6 +3,11 @@ in-memory reader and by scraping the Prometheus endpoint over HTTP on loopback."
 
 from __future__ import annotations
 
+import asyncio
+import re
+import signal
+import subprocess
+import sys
 import urllib.request
 from typing import Any
 
@@ -14,24 +19,18 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from prometheus_client.parser import text_string_to_metric_families
 
 import voxwire.asyncio.events as ev
+from tests.children import child_env
 from voxwire.agents import RealtimeAgent, function_tool
 from voxwire.asyncio import RealtimeSession
 from voxwire.asyncio.observability.metrics import InterruptionMetrics
-from voxwire.asyncio.observability.pricing import TokenPrices
+from voxwire.asyncio.observability.pricing import PUBLISHED_PRICES
 from voxwire.export import INSTRUMENTS, MetricsExport
 from voxwire.export.otel import OpenTelemetrySink
 from voxwire.export.prometheus import PrometheusSink, serve_metrics
 
 from .asyncio.helpers import AUDIO_MANUAL, run, serving, speech_pcm, until
 
-PRICES = TokenPrices(
-    text_input=4.0,
-    text_cached_input=0.4,
-    text_output=16.0,
-    audio_input=32.0,
-    audio_cached_input=0.4,
-    audio_output=64.0,
-)
+PRICES = PUBLISHED_PRICES["gpt-realtime-1.5"]
 
 
 @function_tool
@@ -213,3 +212,50 @@ def test_labels_stay_bounded_over_many_sessions() -> None:
     for _ in range(50):
         one_session()
     assert series() == after_one  # fifty more sessions, not one more series
+
+
+SERVE = ("serve", "--no-audio", "--port", "0", "--metrics-port", "0")
+
+
+def test_voxwire_serve_exports_its_sessions_with_metrics_port() -> None:
+    """``voxwire serve --metrics-port 0``: a client's turn against it, then its endpoint
+    scraped over HTTP (the server's sessions and the usage its ``response.done`` billed)."""
+    child = subprocess.Popen(
+        [sys.executable, "-u", "-m", "voxwire.cli", *SERVE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    )
+    try:
+        assert child.stdout is not None
+        metrics_line = child.stdout.readline()
+        server_line = child.stdout.readline()
+        metrics_port = int(re.search(r"127\.0\.0\.1:(\d+)/metrics", metrics_line)[1])  # type: ignore[index]
+        url = re.search(r"(ws://\S+/realtime)", server_line)[1]  # type: ignore[index]
+
+        async def turn() -> ev.UsageUpdatedEvent:
+            async with RealtimeSession(url=url, config={"output_modalities": ["text"]}) as s:
+                await s.send_message("hello")
+                events = await until(s, "usage_updated")
+                return next(e for e in events if isinstance(e, ev.UsageUpdatedEvent))
+
+        usage = run(turn()).response.usage
+        samples: dict[str, float] = {}
+
+        async def ended() -> None:  # the server counts the connection's end as it notices it
+            while samples.get("voxwire_sessions_active,kind=server", 1) != 0:
+                samples.update(scrape(metrics_port))
+                await asyncio.sleep(0.05)
+
+        run(ended(), timeout_s=10)
+    finally:
+        child.send_signal(signal.SIGTERM)
+        child.communicate(timeout=30)
+    assert child.returncode == 0
+    assert samples["voxwire_sessions_started_total,kind=server"] == 1
+    assert samples["voxwire_sessions_ended_total,kind=server,reason=connection_ended"] == 1
+    assert samples["voxwire_responses_total,kind=server,status=completed"] == 1
+    assert samples["voxwire_tokens_total,direction=output,modality=text"] == (
+        usage.output_text_tokens
+    )

@@ -178,6 +178,7 @@ RULES: dict[str, dict[str, set[str]]] = {
     "telephony": {
         "voxwire": {
             "voxwire.telephony",
+            "voxwire.export",  # voxwire phone --metrics-port: the calls' sessions exported
             "voxwire.asyncio",
             "voxwire.agents",
             "voxwire.protocol",
@@ -193,6 +194,7 @@ RULES: dict[str, dict[str, set[str]]] = {
     "telephony/twilio": {
         "voxwire": {
             "voxwire.telephony.twilio",
+            "voxwire.export",  # voxwire phone --metrics-port: the calls' sessions exported
             "voxwire.agents",
             "voxwire.audio",
             "voxwire.exceptions",
@@ -238,13 +240,15 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.exceptions",
             "voxwire.telephony",
             "voxwire.serving",
+            "voxwire.export",  # serve --metrics-port: the served connections' events
         },
         "voxwire_exact": {"voxwire.__version__", "voxwire.server"},
         "third_party": {"numpy"},
         "no_stdlib": set(),
     },
-    # How the serving commands stop (signals, status): standard library only.
-    "serving.py": {"voxwire": set(), "third_party": set(), "no_stdlib": set()},
+    # How the serving commands stop (signals, status): standard library only, and the metrics
+    # endpoint their --metrics-port starts.
+    "serving.py": {"voxwire": {"voxwire.export"}, "third_party": set(), "no_stdlib": set()},
     # The demo: a client session against the local server (public names) and a voice engine
     # that speaks the user's question.
     "quickstart.py": {
@@ -299,7 +303,7 @@ RULES: dict[str, dict[str, set[str]]] = {
     # Metrics export: an observer of sessions' events (the client's events and records) into
     # OpenTelemetry and Prometheus, both optional and imported where used.
     "export": {
-        "voxwire": {"voxwire.export"},
+        "voxwire": {"voxwire.export", "voxwire.protocol"},
         "voxwire_exact": {
             "voxwire.asyncio.events",
             "voxwire.asyncio.events.guardrail",
@@ -333,6 +337,7 @@ RULES: dict[str, dict[str, set[str]]] = {
     "web": {
         "voxwire": {
             "voxwire.web",
+            "voxwire.export",  # voxwire web --metrics-port: the tabs' sessions exported
             "voxwire.timeline",
             "voxwire.agents",
             "voxwire.asyncio",

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -97,6 +97,7 @@ def _serve(args: argparse.Namespace) -> int:
             else args.max_session_minutes * 60
         ),
         audio_budget_bytes=int(args.audio_budget_mb * 1024 * 1024),
+        observer=_metrics_observer(args.metrics_port),
     )
 
     async def run(stop: asyncio.Event) -> None:
@@ -117,7 +118,17 @@ def _serve(args: argparse.Namespace) -> int:
         run,
         f"voxwire: {args.host} port {args.port} is already in use (another voxwire serve?): "
         "choose another with --port N, or --port 0 for a free one (the server prints it)",
+        metrics_port=args.metrics_port,
     )
+
+
+def _metrics_observer(port: int | None) -> Any:
+    """``--metrics-port``: the served connections' events into the process's export."""
+    if port is None:
+        return None
+    from voxwire.export import process
+
+    return process.observe_server
 
 
 #: Scenarios ``voxwire serve --scenario NAME`` knows by name (a path to a JSON file otherwise).
@@ -231,6 +242,7 @@ def _web(args: argparse.Namespace) -> int:
         lambda stop: command.serve(args, agent, stop),
         f"voxwire web: port {args.port} is already in use: choose another with --port N, "
         "or --port 0 for a free one (the page's address is printed)",
+        metrics_port=args.metrics_port,
     )
 
 
@@ -248,6 +260,11 @@ def _add_web(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     web.add_argument("--url", help="Realtime endpoint (OPENAI_API_KEY); default: a local server")
     web.add_argument("--port", type=_port, default=8766, help="port on 127.0.0.1 (0: any free)")
+    web.add_argument(
+        "--metrics-port",
+        type=_port,
+        help="serve the sessions' metrics (Prometheus) on this 127.0.0.1 port; docs/operations.md",
+    )
     web.add_argument(
         "--silence-ms", type=_positive, default=500, help="server VAD's end-of-turn pause"
     )
@@ -305,6 +322,11 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (loopback)")
     sv.add_argument("--port", type=_port, default=8765, help="port to listen on (0: a free one)")
+    sv.add_argument(
+        "--metrics-port",
+        type=_port,
+        help="serve the sessions' metrics (Prometheus) on this 127.0.0.1 port; docs/operations.md",
+    )
     sv.add_argument(
         "--scenario",
         metavar="FILE|NAME",
@@ -386,6 +408,7 @@ def _phone(args: argparse.Namespace) -> int:
         lambda stop: command.serve(server, args, stop),
         f"voxwire phone: {args.host} port {args.port} is already in use: choose another with "
         "--port N, or --port 0 for a free one (the server prints it)",
+        metrics_port=args.metrics_port,
     )
 
 
@@ -403,6 +426,11 @@ def _add_phone(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     ph.add_argument("--model", help="the Realtime model (hosted service)")
     ph.add_argument("--host", default="127.0.0.1", help="address to bind (loopback)")
     ph.add_argument("--port", type=_port, default=8080, help="port (0: a free one)")
+    ph.add_argument(
+        "--metrics-port",
+        type=_port,
+        help="serve the sessions' metrics (Prometheus) on this 127.0.0.1 port; docs/operations.md",
+    )
     ph.add_argument("--public-url", help="the https:// URL Twilio reaches this server at")
     ph.add_argument("--config", type=Path, help="session configuration, a JSON file")
     ph.add_argument(

@@ -24,6 +24,7 @@ from voxwire.asyncio.observability.records import (
     ResponseMetrics,
     TokenUsage,
 )
+from voxwire.protocol import server_events as se
 
 __all__ = ["MetricsExport", "SessionObserver", "Sink"]
 
@@ -86,11 +87,15 @@ class SessionObserver:
         if handler is not None:
             handler(self, event)
 
-    def _close(self, event: ev.CloseEvent) -> None:
+    def end(self, reason: str) -> None:
+        """The session ended (``reason``: one of a closed set); counted once."""
         if not self._ended:
             self._ended = True
             self._export.add("voxwire_sessions_active", -1, self._kind)
-            self._export.add("voxwire_sessions_ended", 1, {**self._kind, "reason": event.reason})
+            self._export.add("voxwire_sessions_ended", 1, {**self._kind, "reason": reason})
+
+    def _close(self, event: ev.CloseEvent) -> None:
+        self.end(event.reason)
 
     def _metrics(self, event: ev.MetricsCollectedEvent) -> None:
         m = event.metrics
@@ -121,6 +126,18 @@ class SessionObserver:
         self._audio_in_s = event.totals.input_audio_s
         x.add("voxwire_audio_seconds", sent, {"direction": "in"})
         x.add("voxwire_estimated_cost_usd", response.estimated_cost_usd or 0.0)
+
+    def served(self, event: se.ResponseDone) -> None:
+        """A ``response.done`` a local server sent (``voxwire serve``): the response and its
+        usage as billed."""
+        status = event.response.status or "unknown"
+        self._export.add("voxwire_responses", 1, {**self._kind, "status": status})
+        for (direction, modality), tokens in _token_counts(
+            TokenUsage.from_usage(event.response.usage)
+        ):
+            self._export.add(
+                "voxwire_tokens", tokens, {"direction": direction, "modality": modality}
+            )
 
     def _live_usage(self, event: LiveUsageEvent) -> None:
         # Live reports its running totals: the export adds what is new.

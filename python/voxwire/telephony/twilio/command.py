@@ -51,6 +51,7 @@ def load_agent(spec: str) -> RealtimeAgent:
 def phone_server(args: argparse.Namespace) -> PhoneServer:
     """The server ``voxwire phone``'s arguments ask for (not started). A bad agent or
     ``--config`` raises here, before anything listens."""
+    from voxwire.export import process
     from voxwire.telephony.twilio.bridge import TwilioBridge
     from voxwire.telephony.twilio.serve import PhoneServer
 
@@ -62,6 +63,7 @@ def phone_server(args: argparse.Namespace) -> PhoneServer:
         config=config,
         chunk_ms=args.chunk_ms,
         greeting=args.greeting if args.greeting is not None else args.greet,
+        on_event=process.observe_call,  # --metrics-port (docs/operations.md)
     )
     token = os.environ.get("TWILIO_AUTH_TOKEN") or None
     return PhoneServer(
