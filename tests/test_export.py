@@ -4,11 +4,14 @@ in-memory reader and by scraping the Prometheus endpoint over HTTP on loopback."
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import re
 import signal
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -259,3 +262,76 @@ def test_voxwire_serve_exports_its_sessions_with_metrics_port() -> None:
     assert samples["voxwire_tokens_total,direction=output,modality=text"] == (
         usage.output_text_tokens
     )
+
+
+PHONE = ("phone", "tests.telephony.twilio_helpers:AGENT", "--greeting", "Hello there.")
+
+
+def exported_by_the_process(
+    body: Callable[[int], Coroutine[Any, Any, dict[str, float]]],
+) -> dict[str, float]:
+    """``body(port)`` with the process's export on (``--metrics-port``) on a free port."""
+    from voxwire.export import process
+
+    port = process.start(0)
+    try:
+        return run(body(port), timeout_s=60)
+    finally:
+        process.stop()
+
+
+def test_voxwire_phone_metrics_port_exports_each_calls_session() -> None:
+    """``voxwire phone --metrics-port``'s server (built from the command's arguments) exports
+    a simulated call's session: the agent greets, the caller hangs up."""
+    from voxwire.cli import build_parser
+    from voxwire.server import RealtimeServer
+    from voxwire.telephony.twilio.command import phone_server
+    from voxwire.testing import TwilioCallSimulator
+
+    async def body(port: int) -> dict[str, float]:
+        samples: dict[str, float] = {}
+        async with RealtimeServer(tts="espeak") as server:
+            args = build_parser().parse_args([*PHONE, "--url", server.url()])
+            phone = phone_server(args)
+            async with phone, TwilioCallSimulator(phone.url("/media", scheme="ws")) as call:
+                await call.until(lambda: call.agent_samples_heard >= 4_000)
+                # The bridge stops reading a call's events when the caller hangs up: the caller
+                # stays on the line until the greeting's usage was exported.
+                while "voxwire_tokens_total,direction=output,modality=audio" not in samples:
+                    await asyncio.sleep(0.05)
+                    samples = scrape(port)
+            while samples.get("voxwire_sessions_active,kind=realtime", 1) != 0:
+                await asyncio.sleep(0.05)
+                samples = scrape(port)
+            return samples
+
+    samples = exported_by_the_process(body)
+    assert samples["voxwire_sessions_started_total,kind=realtime"] == 1
+    assert samples["voxwire_sessions_ended_total,kind=realtime,reason=call_ended"] == 1
+    assert samples["voxwire_responses_total,kind=realtime,status=completed"] >= 1
+    assert samples["voxwire_tokens_total,direction=output,modality=audio"] > 0
+
+
+def test_voxwire_web_metrics_port_exports_each_tabs_session() -> None:
+    """``voxwire web --metrics-port``: a tab's typed turn is exported (the bridge feeds the
+    process's export every event of the tab's session)."""
+    from tests.web.test_server import tab_at_48k
+
+    async def body(port: int) -> dict[str, float]:
+        samples: dict[str, float] = {}
+        async with tab_at_48k() as (_, ws, chunks):
+            await ws.send(json.dumps({"type": "text", "text": "hello"}))
+            while "voxwire_responses_total,kind=realtime,status=completed" not in samples:
+                with contextlib.suppress(TimeoutError):
+                    message = await asyncio.wait_for(ws.recv(), 0.05)
+                    if isinstance(message, bytes):
+                        chunks.append(message)
+                # The page plays what it received (metrics wait for the first sample heard).
+                played = sum(len(c) - 8 for c in chunks) // 2
+                await ws.send(json.dumps({"type": "played", "position": played}))
+                samples = scrape(port)
+        return samples
+
+    samples = exported_by_the_process(body)
+    assert samples["voxwire_sessions_started_total,kind=realtime"] == 1
+    assert samples["voxwire_tokens_total,direction=output,modality=audio"] > 0

@@ -7,7 +7,6 @@ installed), and the hooks the commands feed their sessions' events through. With
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,11 +14,12 @@ from voxwire.export.observer import MetricsExport, SessionObserver, Sink
 from voxwire.export.prometheus import PrometheusSink, serve_metrics
 from voxwire.protocol import server_events as se
 
-__all__ = ["observe", "observe_call", "observe_server", "running", "start", "stop"]
+__all__ = ["call_ended", "observe", "observe_call", "observe_server", "running", "start", "stop"]
 
 _state: dict[str, Any] = {}
-#: One observer per session while it runs (weak: a forgotten session takes its observer along).
-_observers: weakref.WeakKeyDictionary[Any, SessionObserver] = weakref.WeakKeyDictionary()
+#: One observer per session while it runs, by the session (or the call's sid, or the served
+#: connection); dropped when it ends.
+_observers: dict[Any, SessionObserver] = {}
 
 
 def start(port: int, host: str = "127.0.0.1") -> int:
@@ -65,8 +65,17 @@ def observe(session: Any, event: Any, kind: str = "realtime") -> None:
 
 
 async def observe_call(call: Any, session: Any, event: Any) -> None:
-    """:func:`observe` in the shape of ``TwilioBridge(on_event=)``."""
-    observe(session, event)
+    """:func:`observe` in the shape of ``TwilioBridge(on_event=)``, by the call's sid (the
+    bridge stops reading a session's events when the call ends: :func:`call_ended` counts it)."""
+    observe(call.call_sid, event)
+
+
+def call_ended(report: Any) -> None:
+    """``PhoneServer(on_call_ended=)``: the call's session ended (``reason="call_ended"``)."""
+    call = report.call
+    observer = _observers.pop(call.call_sid, None) if call is not None else None
+    if observer is not None:
+        observer.end("call_ended")
 
 
 def observe_server(connection: Any, events: Sequence[Any] | None) -> None:

@@ -16,6 +16,7 @@ from voxwire.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from voxwire.agents import RealtimeAgent
+    from voxwire.telephony.twilio.bridge import CallReport
     from voxwire.telephony.twilio.serve import PhoneServer
 
 __all__ = ["load_agent", "phone_server", "serve"]
@@ -72,8 +73,16 @@ def phone_server(args: argparse.Namespace) -> PhoneServer:
         port=args.port,
         public_url=args.public_url,
         auth_token=token,
-        on_call_ended=lambda report: print(report.summary(), flush=True),
+        on_call_ended=_call_ended,
     )
+
+
+def _call_ended(report: CallReport) -> None:
+    """A call's line, and its session counted as ended in ``--metrics-port``'s export."""
+    from voxwire.export import process
+
+    print(report.summary(), flush=True)
+    process.call_ended(report)
 
 
 async def serve(server: PhoneServer, args: argparse.Namespace, stop: asyncio.Event) -> None:
