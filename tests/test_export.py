@@ -27,6 +27,7 @@ from voxwire.agents import RealtimeAgent, function_tool
 from voxwire.asyncio import RealtimeSession
 from voxwire.asyncio.observability.metrics import InterruptionMetrics
 from voxwire.asyncio.observability.pricing import PUBLISHED_PRICES
+from voxwire.exceptions import LeaseLost
 from voxwire.export import INSTRUMENTS, MetricsExport
 from voxwire.export.otel import OpenTelemetrySink
 from voxwire.export.prometheus import PrometheusSink, serve_metrics
@@ -173,6 +174,7 @@ def test_every_instrument_is_fed_by_some_event() -> None:
         ev.MetricsCollectedEvent(metrics=cut),
         ev.InterruptionRecoveredEvent(reason="unconfirmed", transcript=None, paused_ms=300.0),
         ev.ReconnectedEvent(url="ws://x", items_restored=3),
+        ev.ErrorEvent(message="taken", source="store", exception=LeaseLost("taken over")),
         ev.RenewedEvent(
             reason="max_duration",
             url="ws://x",
@@ -189,6 +191,8 @@ def test_every_instrument_is_fed_by_some_event() -> None:
     assert points["voxwire_truncation_error_ms"][0].sum == pytest.approx(0.4)
     assert otel_sum(points, "voxwire_false_interruptions_recovered", reason="unconfirmed") == 1
     assert otel_sum(points, "voxwire_reconnects") == 1
+    assert otel_sum(points, "voxwire_errors", source="store") == 1
+    assert otel_sum(points, "voxwire_store_lease_losses") == 1
     assert otel_sum(points, "voxwire_renewals") == 1
     assert {spec.name for spec in INSTRUMENTS} >= set(points)
     for spec in INSTRUMENTS:  # bounded labels: never an id

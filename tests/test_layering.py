@@ -303,7 +303,7 @@ RULES: dict[str, dict[str, set[str]]] = {
     # Metrics export: an observer of sessions' events (the client's events and records) into
     # OpenTelemetry and Prometheus, both optional and imported where used.
     "export": {
-        "voxwire": {"voxwire.export", "voxwire.protocol"},
+        "voxwire": {"voxwire.export", "voxwire.protocol", "voxwire.exceptions"},
         "voxwire_exact": {
             "voxwire.asyncio.events",
             "voxwire.asyncio.events.guardrail",

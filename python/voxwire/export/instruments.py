@@ -82,6 +82,13 @@ INSTRUMENTS: Final[tuple[Instrument, ...]] = (
     ),
     Instrument("voxwire_guardrail_trips", "counter", "1", "Guardrails tripped", ("guardrail",)),
     Instrument("voxwire_reconnects", "counter", "1", "Connections lost and resumed"),
+    Instrument("voxwire_errors", "counter", "1", "Error events, by where from", ("source",)),
+    Instrument(
+        "voxwire_store_lease_losses",
+        "counter",
+        "1",
+        "Writes refused: another holder took the conversation's lease",
+    ),
     Instrument("voxwire_renewals", "counter", "1", "Server sessions renewed before expiry"),
     Instrument(
         "voxwire_tokens",

@@ -24,6 +24,7 @@ from voxwire.asyncio.observability.records import (
     ResponseMetrics,
     TokenUsage,
 )
+from voxwire.exceptions import LeaseLost
 from voxwire.protocol import server_events as se
 
 __all__ = ["MetricsExport", "SessionObserver", "Sink"]
@@ -148,6 +149,11 @@ class SessionObserver:
             self._live_cost += added
             self._export.add("voxwire_estimated_cost_usd", added)
 
+    def _error(self, event: ev.ErrorEvent) -> None:
+        self._export.add("voxwire_errors", 1, {"source": event.source})
+        if isinstance(event.exception, LeaseLost):
+            self._export.add("voxwire_store_lease_losses", 1)
+
     def _tool_start(self, event: ev.ToolStartEvent) -> None:
         self._tool_started[event.call_id] = self._export.now()
 
@@ -190,6 +196,7 @@ _HANDLERS: dict[type, Callable[[SessionObserver, Any], None]] = {
     ev.MetricsCollectedEvent: SessionObserver._metrics,
     ev.UsageUpdatedEvent: SessionObserver._usage,
     LiveUsageEvent: SessionObserver._live_usage,
+    ev.ErrorEvent: SessionObserver._error,
     ev.ToolStartEvent: SessionObserver._tool_start,
     ev.ToolEndEvent: SessionObserver._tool_end,
     ev.GuardrailTrippedEvent: _tripped("output"),
