@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from voxwire.asyncio.observability.pricing import (
 )
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
+from voxwire.store import SQLiteStore
 
 from .helpers import AUDIO_MANUAL, run, serving, speech_pcm, until
 
@@ -213,3 +215,21 @@ def test_a_live_price_given_by_the_application_is_used() -> None:
             assert session.metrics.estimated_cost_usd == pytest.approx(8 * 0.1 / 60)
 
     run(body())
+
+
+def test_a_live_conversations_billed_time_is_in_its_stored_usage(tmp_path: Path) -> None:
+    frames = (
+        {**SERVER["session.usage.updated"], "usage": {"seconds": 90.0}},
+        {**SERVER["session.closed"], "usage": {"seconds": 120.0}},
+    )
+
+    async def body() -> float:
+        store = await SQLiteStore.open(tmp_path / "c.db")
+        try:
+            async with live_peer(*frames) as url:
+                await live_events(url, store=store, conversation_id="live-1")
+            return (await store.load("live-1")).usage.live_seconds
+        finally:
+            await store.close()
+
+    assert run(body()) == 120.0

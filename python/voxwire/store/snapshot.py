@@ -104,6 +104,8 @@ class UsageTotals(_Record, frozen=True):
     cached_audio_tokens: int = 0
     """Of ``cached_tokens``, the text and audio ones (``cached_tokens_details``; stored as JSON:
     totals written before these fields read as 0)."""
+    live_seconds: float = 0.0
+    """A GPT-Live conversation's billed session time, over every session that held it."""
 
     def add(self, usage: Usage | None) -> UsageTotals:
         """These totals plus one response's usage (``None``: a response without usage)."""

@@ -142,6 +142,7 @@ class LiveHandling:
         ratio = event.context_window.usage_ratio if event.context_window else None
         self._usage = (event.usage.seconds, ratio)
         usage = event.usage
+        self._recording.billed(usage.seconds)
         self.emit(
             LiveUsageEvent(
                 seconds=usage.seconds,
@@ -170,6 +171,7 @@ class LiveHandling:
     def _on_closed(self, event: se.SessionClosed) -> None:
         self._usage = (event.usage.seconds, self._usage[1])
         self._pricing.cost(event.usage)
+        self._recording.billed(event.usage.seconds)
 
     # --- heard transcripts, history, guardrails ------------------------------------------------
 
