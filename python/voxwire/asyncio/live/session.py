@@ -16,13 +16,14 @@ output and input guardrails (input: checked over the transcript as it arrives; t
 delegated work waits for the check), persistence (``store=``, ``snapshot()``,
 :meth:`LiveSession.resume`: the Realtime stores and machinery), reconnection
 (``reconnect=ReconnectPolicy(...)``: a fork of the stored session, ``live_reconnected``),
-OpenTelemetry spans (``voxwire.live.*``).
+OpenTelemetry spans (``voxwire.live.*``), usage priced (``prices=``, over the published
+table: ``live_usage`` and ``metrics.estimated_cost_usd``; docs/operations.md).
 
 What does not (GPT-Live decides when to speak and hears interruptions itself): no truncation
 (nothing is sent when the listener interrupts — the model heard it), no ``response.create``
 gating, ``say``/``create_response``, ``send_message`` (Live takes speech; add context with
 :meth:`add_context`), handoffs and ``update_agent`` (instructions and voice are fixed at
-startup), hosted MCP tools. See docs/live.md.
+startup), hosted MCP tools, the user-away state. See docs/live.md.
 """
 
 from __future__ import annotations
