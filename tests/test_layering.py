@@ -236,6 +236,7 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.demo",
             "voxwire.talk",
             "voxwire.bench",
+            "voxwire.bench_report",
             "voxwire.web",
             "voxwire.exceptions",
             "voxwire.telephony",
@@ -281,6 +282,8 @@ RULES: dict[str, dict[str, set[str]]] = {
         "third_party": {"numpy", "soxr"},
         "no_stdlib": set(),
     },
+    # voxwire bench --report: the table drawn as inline SVG in one HTML file.
+    "bench_report.py": {"voxwire": {"voxwire.bench"}, "third_party": set(), "no_stdlib": set()},
     # The live transcript of demo and talk: session events (client side) to lines.
     "console.py": {
         "voxwire": {"voxwire.asyncio", "voxwire.agents"},

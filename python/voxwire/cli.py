@@ -122,6 +122,9 @@ def _serve(args: argparse.Namespace) -> int:
     )
 
 
+METRICS_HELP = "serve the sessions' metrics (Prometheus) on this 127.0.0.1 port; docs/operations.md"
+
+
 def _metrics_observer(port: int | None) -> Any:
     """``--metrics-port``: the served connections' events into the process's export."""
     if port is None:
@@ -201,8 +204,14 @@ def _bench(args: argparse.Namespace) -> int:
     """A quick table of the audio path's costs on this machine (voxwire/bench.py)."""
     from voxwire.bench import print_table
 
-    print(f"voxwire {__version__}, resampler kernel {resampler_kernel()}; per 20 ms chunk:")
-    print_table(args.rounds)
+    title = f"voxwire {__version__}, resampler kernel {resampler_kernel()}; per 20 ms chunk"
+    print(f"{title}:")
+    measured = print_table(args.rounds)
+    if args.report:
+        from voxwire.bench_report import write_report
+
+        write_report(measured, Path(args.report), title)
+        print(f"report: {args.report}")
     return 0
 
 
@@ -260,11 +269,7 @@ def _add_web(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     web.add_argument("--url", help="Realtime endpoint (OPENAI_API_KEY); default: a local server")
     web.add_argument("--port", type=_port, default=8766, help="port on 127.0.0.1 (0: any free)")
-    web.add_argument(
-        "--metrics-port",
-        type=_port,
-        help="serve the sessions' metrics (Prometheus) on this 127.0.0.1 port; docs/operations.md",
-    )
+    web.add_argument("--metrics-port", type=_port, help=METRICS_HELP)
     web.add_argument(
         "--silence-ms", type=_positive, default=500, help="server VAD's end-of-turn pause"
     )
@@ -322,11 +327,7 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (loopback)")
     sv.add_argument("--port", type=_port, default=8765, help="port to listen on (0: a free one)")
-    sv.add_argument(
-        "--metrics-port",
-        type=_port,
-        help="serve the sessions' metrics (Prometheus) on this 127.0.0.1 port; docs/operations.md",
-    )
+    sv.add_argument("--metrics-port", type=_port, help=METRICS_HELP)
     sv.add_argument(
         "--scenario",
         metavar="FILE|NAME",
@@ -426,11 +427,7 @@ def _add_phone(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     ph.add_argument("--model", help="the Realtime model (hosted service)")
     ph.add_argument("--host", default="127.0.0.1", help="address to bind (loopback)")
     ph.add_argument("--port", type=_port, default=8080, help="port (0: a free one)")
-    ph.add_argument(
-        "--metrics-port",
-        type=_port,
-        help="serve the sessions' metrics (Prometheus) on this 127.0.0.1 port; docs/operations.md",
-    )
+    ph.add_argument("--metrics-port", type=_port, help=METRICS_HELP)
     ph.add_argument("--public-url", help="the https:// URL Twilio reaches this server at")
     ph.add_argument("--config", type=Path, help="session configuration, a JSON file")
     ph.add_argument(
@@ -524,6 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument(
         "--rounds", type=_positive, default=15, help="timed rounds per figure (median; >= 1)"
     )
+    bn.add_argument("--report", metavar="HTML", help="also draw the figures in this HTML file")
     bn.set_defaults(func=_bench)
     _add_serve(sub)
     _add_phone(sub)
