@@ -12,6 +12,7 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -339,3 +340,57 @@ def test_voxwire_web_metrics_port_exports_each_tabs_session() -> None:
     samples = exported_by_the_process(body)
     assert samples["voxwire_sessions_started_total,kind=realtime"] == 1
     assert samples["voxwire_tokens_total,direction=output,modality=audio"] > 0
+
+
+WORKER = """
+import voxwire.asyncio.events as ev
+from voxwire.export import MetricsExport
+from voxwire.export.prometheus import PrometheusSink
+export = MetricsExport([PrometheusSink()])
+for _ in range({sessions}):
+    export.session().observe(ev.CloseEvent(reason="client_closed"))
+export.session()  # one still open when the worker exits
+"""
+
+ENDPOINT = """
+import sys, time
+from voxwire.export.prometheus import PrometheusSink, serve_metrics
+server, port = serve_metrics(PrometheusSink(), 0)
+print(port, flush=True)
+sys.stdin.readline()
+server.shutdown()
+"""
+
+
+def test_several_workers_share_one_endpoint_in_multiprocess_mode(tmp_path: Path) -> None:
+    """prometheus-client's multiprocess mode: two worker processes' sessions summed by one
+    endpoint serving the shared directory; a worker marked dead leaves the open-sessions gauge."""
+    from prometheus_client import multiprocess
+
+    env = child_env(PROMETHEUS_MULTIPROC_DIR=str(tmp_path))
+    pids = []
+    for sessions in (2, 3):
+        worker = subprocess.Popen([sys.executable, "-c", WORKER.format(sessions=sessions)], env=env)
+        assert worker.wait(60) == 0
+        pids.append(worker.pid)
+    endpoint = subprocess.Popen(
+        [sys.executable, "-c", ENDPOINT],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert endpoint.stdout is not None
+        port = int(endpoint.stdout.readline())
+        samples = scrape(port)
+        for pid in pids:  # what a process manager's child-exit hook does (gunicorn's child_exit)
+            multiprocess.mark_process_dead(pid, str(tmp_path))
+        after = scrape(port)
+    finally:
+        endpoint.communicate("\n", timeout=30)
+    assert samples["voxwire_sessions_started_total,kind=realtime"] == 2 + 3 + 2
+    assert samples["voxwire_sessions_ended_total,kind=realtime,reason=client_closed"] == 5
+    assert samples["voxwire_sessions_active,kind=realtime"] == 2  # one open in each worker
+    assert after.get("voxwire_sessions_active,kind=realtime", 0) == 0
+    assert after["voxwire_sessions_started_total,kind=realtime"] == 7  # counters stay
