@@ -178,6 +178,7 @@ RULES: dict[str, dict[str, set[str]]] = {
     "telephony": {
         "voxwire": {
             "voxwire.telephony",
+            "voxwire.export",  # voxwire phone --metrics-port: the calls' sessions exported
             "voxwire.asyncio",
             "voxwire.agents",
             "voxwire.protocol",
@@ -193,6 +194,7 @@ RULES: dict[str, dict[str, set[str]]] = {
     "telephony/twilio": {
         "voxwire": {
             "voxwire.telephony.twilio",
+            "voxwire.export",  # voxwire phone --metrics-port: the calls' sessions exported
             "voxwire.agents",
             "voxwire.audio",
             "voxwire.exceptions",
@@ -234,17 +236,20 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.demo",
             "voxwire.talk",
             "voxwire.bench",
+            "voxwire.bench_report",
             "voxwire.web",
             "voxwire.exceptions",
             "voxwire.telephony",
             "voxwire.serving",
+            "voxwire.export",  # serve --metrics-port: the served connections' events
         },
         "voxwire_exact": {"voxwire.__version__", "voxwire.server"},
         "third_party": {"numpy"},
         "no_stdlib": set(),
     },
-    # How the serving commands stop (signals, status): standard library only.
-    "serving.py": {"voxwire": set(), "third_party": set(), "no_stdlib": set()},
+    # How the serving commands stop (signals, status): standard library only, and the metrics
+    # endpoint their --metrics-port starts.
+    "serving.py": {"voxwire": {"voxwire.export"}, "third_party": set(), "no_stdlib": set()},
     # The demo: a client session against the local server (public names) and a voice engine
     # that speaks the user's question.
     "quickstart.py": {
@@ -277,6 +282,8 @@ RULES: dict[str, dict[str, set[str]]] = {
         "third_party": {"numpy", "soxr"},
         "no_stdlib": set(),
     },
+    # voxwire bench --report: the table drawn as inline SVG in one HTML file.
+    "bench_report.py": {"voxwire": {"voxwire.bench"}, "third_party": set(), "no_stdlib": set()},
     # The live transcript of demo and talk: session events (client side) to lines.
     "console.py": {
         "voxwire": {"voxwire.asyncio", "voxwire.agents"},
@@ -294,6 +301,19 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.asyncio.observability.metrics",
         },
         "third_party": set(),
+        "no_stdlib": set(),
+    },
+    # Metrics export: an observer of sessions' events (the client's events and records) into
+    # OpenTelemetry and Prometheus, both optional and imported where used.
+    "export": {
+        "voxwire": {"voxwire.export", "voxwire.protocol", "voxwire.exceptions"},
+        "voxwire_exact": {
+            "voxwire.asyncio.events",
+            "voxwire.asyncio.events.guardrail",
+            "voxwire.asyncio.live.events",
+            "voxwire.asyncio.observability.records",
+        },
+        "third_party": {"opentelemetry", "prometheus_client"},
         "no_stdlib": set(),
     },
     # `voxwire demo`: a client session against the local server (public names) on a virtual
@@ -320,6 +340,7 @@ RULES: dict[str, dict[str, set[str]]] = {
     "web": {
         "voxwire": {
             "voxwire.web",
+            "voxwire.export",  # voxwire web --metrics-port: the tabs' sessions exported
             "voxwire.timeline",
             "voxwire.agents",
             "voxwire.asyncio",

@@ -160,10 +160,13 @@ def rows(rounds: int = 15) -> Iterator[Row]:
     yield from _g711_rows(rounds)
 
 
-def print_table(rounds: int = 15) -> None:
-    """Print :func:`rows` as they are measured."""
+def print_table(rounds: int = 15) -> list[Row]:
+    """Print :func:`rows` as they are measured; the rows."""
     print(f"{'measurement':<48}{'us':>9}   {'peer / other':<20}{'us':>9}{'ratio':>8}")
+    measured: list[Row] = []
     for row in rows(rounds):
+        measured.append(row)
         peer = "" if row.peer_us is None else f"{row.peer_us:>9.2f}"
         ratio = "" if row.ratio is None or row.peer == "p99" else f"{row.ratio:>7.2f}x"
         print(f"{row.what:<48}{row.us:>9.2f}   {row.peer:<20}{peer:>9}{ratio:>8}", flush=True)
+    return measured

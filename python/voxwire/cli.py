@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -97,6 +97,7 @@ def _serve(args: argparse.Namespace) -> int:
             else args.max_session_minutes * 60
         ),
         audio_budget_bytes=int(args.audio_budget_mb * 1024 * 1024),
+        observer=_metrics_observer(args.metrics_port),
     )
 
     async def run(stop: asyncio.Event) -> None:
@@ -117,7 +118,20 @@ def _serve(args: argparse.Namespace) -> int:
         run,
         f"voxwire: {args.host} port {args.port} is already in use (another voxwire serve?): "
         "choose another with --port N, or --port 0 for a free one (the server prints it)",
+        metrics_port=args.metrics_port,
     )
+
+
+METRICS_HELP = "serve the sessions' metrics (Prometheus) on this 127.0.0.1 port; docs/operations.md"
+
+
+def _metrics_observer(port: int | None) -> Any:
+    """``--metrics-port``: the served connections' events into the process's export."""
+    if port is None:
+        return None
+    from voxwire.export import process
+
+    return process.observe_server
 
 
 #: Scenarios ``voxwire serve --scenario NAME`` knows by name (a path to a JSON file otherwise).
@@ -190,8 +204,14 @@ def _bench(args: argparse.Namespace) -> int:
     """A quick table of the audio path's costs on this machine (voxwire/bench.py)."""
     from voxwire.bench import print_table
 
-    print(f"voxwire {__version__}, resampler kernel {resampler_kernel()}; per 20 ms chunk:")
-    print_table(args.rounds)
+    title = f"voxwire {__version__}, resampler kernel {resampler_kernel()}; per 20 ms chunk"
+    print(f"{title}:")
+    measured = print_table(args.rounds)
+    if args.report:
+        from voxwire.bench_report import write_report
+
+        write_report(measured, Path(args.report), title)
+        print(f"report: {args.report}")
     return 0
 
 
@@ -218,6 +238,7 @@ def _web(args: argparse.Namespace) -> int:
         lambda stop: command.serve(args, agent, stop),
         f"voxwire web: port {args.port} is already in use: choose another with --port N, "
         "or --port 0 for a free one (the page's address is printed)",
+        metrics_port=args.metrics_port,
     )
 
 
@@ -235,6 +256,7 @@ def _add_web(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     web.add_argument("--url", help="Realtime endpoint (OPENAI_API_KEY); default: a local server")
     web.add_argument("--port", type=_port, default=8766, help="port on 127.0.0.1 (0: any free)")
+    web.add_argument("--metrics-port", type=_port, help=METRICS_HELP)
     web.add_argument(
         "--silence-ms", type=_positive, default=500, help="server VAD's end-of-turn pause"
     )
@@ -307,6 +329,7 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (loopback)")
     sv.add_argument("--port", type=_port, default=8765, help="port to listen on (0: a free one)")
+    sv.add_argument("--metrics-port", type=_port, help=METRICS_HELP)
     sv.add_argument(
         "--scenario",
         metavar="FILE|NAME",
@@ -388,6 +411,7 @@ def _phone(args: argparse.Namespace) -> int:
         lambda stop: command.serve(server, args, stop),
         f"voxwire phone: {args.host} port {args.port} is already in use: choose another with "
         "--port N, or --port 0 for a free one (the server prints it)",
+        metrics_port=args.metrics_port,
     )
 
 
@@ -405,6 +429,7 @@ def _add_phone(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     ph.add_argument("--model", help="the Realtime model (hosted service)")
     ph.add_argument("--host", default="127.0.0.1", help="address to bind (loopback)")
     ph.add_argument("--port", type=_port, default=8080, help="port (0: a free one)")
+    ph.add_argument("--metrics-port", type=_port, help=METRICS_HELP)
     ph.add_argument("--public-url", help="the https:// URL Twilio reaches this server at")
     ph.add_argument("--config", type=Path, help="session configuration, a JSON file")
     ph.add_argument(
@@ -503,6 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument(
         "--rounds", type=_positive, default=15, help="timed rounds per figure (median; >= 1)"
     )
+    bn.add_argument("--report", metavar="HTML", help="also draw the figures in this HTML file")
     bn.set_defaults(func=_bench)
     _add_serve(sub)
     _add_phone(sub)

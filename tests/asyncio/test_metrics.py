@@ -124,6 +124,7 @@ def test_a_voice_turn_measures_from_the_end_of_speech() -> None:
             speech_end_to_first_audio_s=0.5,
             time_to_first_audio_s=0.25,
             duration_s=1.75,
+            output_audio_s=2 * 480 / 48_000,  # both deltas: 10 ms each of PCM16 at 24 kHz
             usage=TokenUsage(
                 input_tokens=30,
                 output_tokens=10,
@@ -459,7 +460,7 @@ def test_closing_while_audio_waits_reports_it_and_leaves_no_task() -> None:
             await settle(session)  # done, its audio in the ring, never played
             await session.close()
             rest = [e async for e in session]
-            assert [e.type for e in rest][-2:] == ["metrics_collected", "close"]
+            assert [e.type for e in rest][-3:] == ["metrics_collected", "usage_updated", "close"]
             (metrics,) = metrics_of(rest)
             assert metrics.speech_end_to_first_played_s is None
         assert_only_current_task()

@@ -320,7 +320,12 @@ def test_usage_totals_add_up_over_responses(backend: Backend) -> None:
         "total_tokens": 30,
         "input_tokens": 10,
         "output_tokens": 20,
-        "input_token_details": {"text_tokens": 4, "audio_tokens": 6, "cached_tokens": 2},
+        "input_token_details": {
+            "text_tokens": 4,
+            "audio_tokens": 6,
+            "cached_tokens": 2,
+            "cached_tokens_details": {"text_tokens": 1, "audio_tokens": 1},
+        },
         "output_token_details": {"text_tokens": 5, "audio_tokens": 15},
     }
     events = [
@@ -342,9 +347,17 @@ def test_usage_totals_add_up_over_responses(backend: Backend) -> None:
             cached_tokens=4,
             output_text_tokens=10,
             output_audio_tokens=30,
+            cached_text_tokens=2,
+            cached_audio_tokens=2,
         )
 
     run(body())
+
+
+def test_usage_totals_written_before_the_cached_split_still_read() -> None:
+    old = b'{"responses": 2, "total_tokens": 9, "cached_tokens": 3}'
+    totals = msgspec.json.decode(old, type=UsageTotals)
+    assert (totals.responses, totals.cached_tokens, totals.cached_audio_tokens) == (2, 3, 0)
 
 
 def test_conversations_are_listed_and_deleted(backend: Backend) -> None:

@@ -68,7 +68,9 @@ class RealtimeAgent:
     declarations, the model may transfer the conversation to), ``handoff_description`` (what
     other agents' transfer tools say about this one), ``output_guardrails`` (checks over what the
     assistant says) and ``input_guardrails`` (checks over what the user says, before the agent
-    answers: :mod:`voxwire.agents.input_guardrail`)."""
+    answers: :mod:`voxwire.agents.input_guardrail`). ``on_user_away``: called with the session
+    (sync or async) each time the user goes ``away`` (the session's ``user_away_timeout_s``) —
+    to check in (``await session.say("Are you still there?")``) or hang up."""
 
     name: str
     instructions: Instructions | None = None
@@ -78,6 +80,7 @@ class RealtimeAgent:
     handoff_description: str | None = None
     output_guardrails: Sequence[OutputGuardrail] = field(default_factory=tuple)
     input_guardrails: Sequence[InputGuardrail] = field(default_factory=tuple)
+    on_user_away: Callable[[Any], Awaitable[None] | None] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -116,6 +119,11 @@ class RealtimeAgent:
         for check in self.input_guardrails:
             if not isinstance(check, InputGuardrail):
                 raise ConfigurationError(_undeclared(self.name, "input", check))
+        if self.on_user_away is not None and not callable(self.on_user_away):
+            raise ConfigurationError(
+                f"agent {self.name!r}: on_user_away={self.on_user_away!r} is invalid: expected "
+                "a function of the session (sync or async)"
+            )
         object.__setattr__(self, "input_guardrails", tuple(self.input_guardrails))
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "handoffs", tuple(self.handoffs))

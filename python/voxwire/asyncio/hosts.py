@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import voxwire.asyncio.events as ev
 from voxwire.agents.agent import ResolvedAgent, ResolvedHandoff
 from voxwire.agents.input_guardrail import holds, turn_detection_on
+from voxwire.asyncio.agents.away import UserAwayWatch
 from voxwire.asyncio.agents.mcp import McpRunner
 from voxwire.asyncio.agents.switching import AgentSwitcher, UpdateWaiters
 from voxwire.asyncio.agents.tools import ToolRunner
@@ -33,7 +34,9 @@ from voxwire.asyncio.events.history import HistoryItem
 from voxwire.asyncio.events.lifecycle import SessionState
 from voxwire.asyncio.events.queue import EventQueue
 from voxwire.asyncio.events.translate import EventTranslator
+from voxwire.asyncio.observability.metrics import UsageWiring
 from voxwire.asyncio.observability.tracing import SessionTracer
+from voxwire.asyncio.observability.usage import session_usage_wiring
 from voxwire.asyncio.options import SessionOptions
 from voxwire.asyncio.persistence.recording import Persistence
 from voxwire.asyncio.supervisor import OwnedTasks
@@ -53,7 +56,9 @@ __all__ = [
     "RenewHost",
     "SessionInside",
     "SwitchHost",
+    "away_watch",
     "mcp_runner",
+    "usage_wiring",
 ]
 
 
@@ -370,3 +375,34 @@ def mcp_runner(session: SessionInside) -> McpRunner:
     """The hosted MCP runner of ``session``, over its :class:`McpSessionHost`."""
     host = McpSessionHost(session)
     return McpRunner(host, host.tasks, follow_up=host.follow_up)
+
+
+def usage_wiring(
+    session: Callable[[], SessionConfig | None],
+    options: SessionOptions,
+    emit: Callable[[ev.SessionEvent], None],
+) -> UsageWiring:
+    """Usage and cost: rates and model from the server's session, ``prices=`` over the
+    published ones, a ``usage_updated`` event per response counted."""
+    return session_usage_wiring(
+        session,
+        options.model,
+        options.prices,
+        lambda response, totals: emit(ev.UsageUpdatedEvent(response=response, totals=totals)),
+    )
+
+
+def away_watch(
+    session: SessionInside, options: SessionOptions, emit: Callable[[ev.SessionEvent], None]
+) -> UserAwayWatch | None:
+    """The user-away watch (``user_away_timeout_s``; None: off), its hook given the session."""
+    if options.user_away_timeout_s is None:
+        return None
+    return UserAwayWatch(
+        session._translator,
+        options.user_away_timeout_s,
+        emit,
+        session._background,
+        lambda: session._switcher.agent,
+        session,
+    )

@@ -35,6 +35,7 @@ from voxwire.asyncio.connection.transport import (
     ConnectRequest,
     connect_websocket,
 )
+from voxwire.asyncio.observability.pricing import DurationPrices, ModelPrices, TokenPrices
 from voxwire.asyncio.observability.tracing import SessionTracer, TracingSetting, tracing_setting
 from voxwire.audio import AudioOutput, EchoCancelledInput, FalseInterruptionFilter
 from voxwire.audio.bargein import BargeInDetector
@@ -100,6 +101,8 @@ class SessionOptions:
     input_guardrail_refusal: Refusal = DEFAULT_REFUSAL
     mcp_follow_up: bool = True
     call_control: CallControl | None = None
+    prices: Mapping[str, ModelPrices] | None = None
+    user_away_timeout_s: float | None = None
 
     # Derived, checked values (set in __post_init__).
     primary_url: str = field(init=False)
@@ -126,6 +129,19 @@ class SessionOptions:
                 f"renewal={self.renewal!r} is invalid: expected a RenewalPolicy or None"
             )
         self._check_store()
+        away = self.user_away_timeout_s
+        if away is not None and (
+            isinstance(away, bool) or not isinstance(away, int | float) or not away > 0
+        ):
+            raise ConfigurationError(
+                f"user_away_timeout_s={away!r} is invalid: expected seconds > 0, or None (never)"
+            )
+        for model, prices in (self.prices or {}).items():
+            if not isinstance(model, str) or not isinstance(prices, TokenPrices | DurationPrices):
+                raise ConfigurationError(
+                    f"prices[{model!r}]={prices!r} is invalid: expected a model name mapped to "
+                    "TokenPrices or DurationPrices (voxwire.asyncio.observability.pricing)"
+                )
         feedback = self.guardrail_feedback
         if not (isinstance(feedback, str) or callable(feedback)):
             raise ConfigurationError(

@@ -108,6 +108,7 @@ class SessionSending:
             self._muted_bytes += len(data)
         elif data:
             self._protocol.send_input_audio(data)
+            self._metrics.audio_sent(len(data))
 
     async def commit_audio(self) -> None:
         """Turn the input buffer into a user item (needed when turn detection is off)."""

@@ -77,6 +77,7 @@ from voxwire.asyncio.events.lifecycle import SessionState
 from voxwire.asyncio.events.queue import EventQueue, QueueClosed, QueueIterator
 from voxwire.asyncio.events.translate import EventTranslator
 from voxwire.asyncio.observability.metrics import Metrics, MetricsRecorder, ResponseMetrics
+from voxwire.asyncio.observability.pricing import ModelPrices
 from voxwire.asyncio.options import SessionOptions
 from voxwire.asyncio.persistence.recording import Persistence, SessionPersistence
 from voxwire.asyncio.persistence.resumption import ConversationStart, ResumeSource, resume_options
@@ -132,7 +133,9 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
     OpenTelemetry spans go to ``tracer_provider`` (default: the global one) when
     ``opentelemetry-api`` is installed. Metrics (:mod:`voxwire.asyncio.observability.metrics`,
     ``session.metrics``, ``metrics_collected`` events) take their time from ``clock``
-    (monotonic seconds, default :func:`time.monotonic`).
+    (monotonic seconds, default :func:`time.monotonic`); usage is priced by ``prices`` (by model,
+    over the published ones: :mod:`voxwire.asyncio.observability.pricing`). ``user_away_timeout_s``:
+    the user is ``away`` after this much silence on ``clock`` (docs/operations.md).
 
     Agent features (docs/agents.md): the agent's function tools run when the model calls them
     (``tool_output_attempts``: how often an output the connection or the server refused is
@@ -207,6 +210,8 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         input_guardrail_refusal: Refusal = DEFAULT_REFUSAL,
         mcp_follow_up: bool = True,
         call_control: CallControl | None = None,
+        prices: Mapping[str, ModelPrices] | None = None,
+        user_away_timeout_s: float | None = None,
     ) -> None:
         # Every argument goes to SessionOptions, which checks them (asyncio/options.py);
         # nothing is opened, read or started here.
@@ -260,6 +265,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
             playback=self._playback,
             is_out_of_band=lambda response_id: self._protocol.is_out_of_band(response_id),
             underruns=sink.underruns if isinstance(sink, AudioOutputPath) else None,
+            usage=hosts.usage_wiring(lambda: self._protocol.session, options, emit),
         )
         self._feed = (
             AudioOutputFeed(sink, lambda: self._protocol.session, self._metrics.audio_pushed, emit)
@@ -285,6 +291,8 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
             # With an audio output, agent_state stays "speaking" until the listener heard it.
             playback_pending=(lambda: playback.playing) if playback is not None else lambda: False,
             wait_for_playback=playback.arm_drain if playback is not None else lambda: None,
+            away_after_s=options.user_away_timeout_s,
+            now=self._clock,
         )
 
     def _setup_agent_parts(
@@ -323,6 +331,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         )
         self._speech = SpeechTracker(lambda: self._protocol, emit, self._playback)
         self._mcp = hosts.mcp_runner(self)
+        self._away = hosts.away_watch(self, options, emit)
         self._recovery = recovery_part(
             options, self._interrupter, hosts.RecoveryHost(self), self._background, emit
         )
@@ -331,7 +340,8 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         # once its item is in the history), tracing, then metrics (after response_done).
         parts: list[Any] = [self._feed, self._interrupter, self._recovery, self._reconnector]
         parts += [self._renewer]
-        parts += [self._persistence, self._switcher, self._speech, self._translator, self._tools]
+        parts += [self._persistence, self._switcher, self._speech, self._translator, self._away]
+        parts += [self._tools]
         parts += [self._mcp, self._guardrails, self._input_guardrails, self._tracer, self._metrics]
         self._dispatcher = Dispatcher(tuple(filter(None, parts)), self._handling_failed)
 

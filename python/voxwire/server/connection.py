@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
@@ -57,6 +58,11 @@ class ConnectionSettings:
     transcriber: Transcriber | None = None  # None: transcription requests fail, naming the extra
     mcp_servers: McpServers = field(default_factory=McpServers)  # the hosted MCP servers played
     audio_budget_bytes: int | None = DEFAULT_AUDIO_BUDGET_BYTES  # item audio kept per session
+    observer: EventObserver | None = None  # told what each connection sends, None at its end
+
+
+#: ``observer(connection, events)``: the events a connection sent; ``None`` when it ended.
+EventObserver = Callable[[Any, Sequence[ServerEvent] | None], None]
 
 
 class RealtimeConnection:
@@ -138,6 +144,8 @@ class RealtimeConnection:
     async def _send(self, events: Sequence[ServerEvent]) -> None:
         if self._outbound is not None:
             events = self._outbound(events)
+        if self._settings.observer is not None:
+            self._settings.observer(self, events)
         if self._faults.active:
             await self._faults.send(events)
             return
@@ -163,6 +171,8 @@ class RealtimeConnection:
         except ConnectionClosed:
             pass
         finally:
+            if self._settings.observer is not None:
+                self._settings.observer(self, None)
             await self.responses.close()
             await self.transcriptions.close()
             expiry.cancel()

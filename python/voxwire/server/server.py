@@ -29,7 +29,7 @@ from websockets.http11 import Request, Response
 from websockets.typing import Subprotocol
 
 from voxwire.logs import quiet_client_handshake_failures, redacted_logger
-from voxwire.server.connection import ConnectionSettings, RealtimeConnection
+from voxwire.server.connection import ConnectionSettings, EventObserver, RealtimeConnection
 from voxwire.server.core.config import DEFAULT_MODEL
 from voxwire.server.core.conversation import DEFAULT_AUDIO_BUDGET_BYTES
 from voxwire.server.core.input_buffer import MAX_APPEND_BYTES
@@ -113,6 +113,8 @@ class RealtimeServer:
     (:mod:`voxwire.server.core.conversation`).
     ``faults`` (:mod:`voxwire.server.faults`) are armed on every connection; a test reaches one
     live connection through :attr:`connections` and arms faults on it alone with ``inject``.
+    ``observer(connection, events)``: told every Realtime event a connection sends, then
+    ``None`` when it ends (``voxwire serve --metrics-port``: voxwire.export.process).
     """
 
     def __init__(
@@ -130,6 +132,7 @@ class RealtimeServer:
         faults: Sequence[Fault] = (),
         transcriber: Transcriber | Literal["auto"] | None = "auto",
         audio_budget_bytes: int | None = DEFAULT_AUDIO_BUDGET_BYTES,
+        observer: EventObserver | None = None,
     ) -> None:
         if audio_budget_bytes is not None and (
             not isinstance(audio_budget_bytes, int) or audio_budget_bytes < 0
@@ -154,6 +157,7 @@ class RealtimeServer:
         self._max_session_s, self._seed = max_session_s, seed
         self._faults = tuple(faults)
         self._audio_budget_bytes = audio_budget_bytes
+        self._observer = observer
         self._connections: dict[ServerConnection, RealtimeConnection] = {}
         self.live_sessions = LiveSessionStore()
         """The Live sessions started with ``store: true``, forkable once ended."""
@@ -203,6 +207,7 @@ class RealtimeServer:
             transcriber=transcriber,
             mcp_servers=self._mcp_servers,
             audio_budget_bytes=self._audio_budget_bytes,
+            observer=self._observer,
         )
 
         async def handler(ws: ServerConnection) -> None:

@@ -211,6 +211,11 @@ class ConversationRecorder:
         self._forgotten = (min(first, position), max(last, position))
         return [PutItem(item=unwritten)] if unwritten is not None else []
 
+    def set_live_seconds(self, seconds: float) -> list[StoreOp]:
+        """A GPT-Live conversation's billed time is now ``seconds`` (its usage totals)."""
+        self._usage = msgspec.structs.replace(self._usage, live_seconds=seconds)
+        return [SetUsage(usage=self._usage)]
+
     def set_agent(self, name: str | None) -> list[StoreOp]:
         """The session switched to the agent ``name`` (a handoff, ``update_agent``)."""
         if name == self._agent:

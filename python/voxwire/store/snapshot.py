@@ -100,6 +100,12 @@ class UsageTotals(_Record, frozen=True):
     cached_tokens: int = 0
     output_text_tokens: int = 0
     output_audio_tokens: int = 0
+    cached_text_tokens: int = 0
+    cached_audio_tokens: int = 0
+    """Of ``cached_tokens``, the text and audio ones (``cached_tokens_details``; stored as JSON:
+    totals written before these fields read as 0)."""
+    live_seconds: float = 0.0
+    """A GPT-Live conversation's billed session time, over every session that held it."""
 
     def add(self, usage: Usage | None) -> UsageTotals:
         """These totals plus one response's usage (``None``: a response without usage)."""
@@ -107,6 +113,7 @@ class UsageTotals(_Record, frozen=True):
             return msgspec.structs.replace(self, responses=self.responses + 1)
         inp = usage.input_token_details
         out = usage.output_token_details
+        cached = inp.cached_tokens_details if inp is not None else None
         return UsageTotals(
             responses=self.responses + 1,
             total_tokens=self.total_tokens + _count(usage, "total_tokens"),
@@ -118,6 +125,8 @@ class UsageTotals(_Record, frozen=True):
             cached_tokens=self.cached_tokens + _count(inp, "cached_tokens"),
             output_text_tokens=self.output_text_tokens + _count(out, "text_tokens"),
             output_audio_tokens=self.output_audio_tokens + _count(out, "audio_tokens"),
+            cached_text_tokens=self.cached_text_tokens + _count(cached, "text_tokens"),
+            cached_audio_tokens=self.cached_audio_tokens + _count(cached, "audio_tokens"),
         )
 
 

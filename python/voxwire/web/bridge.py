@@ -41,6 +41,7 @@ from websockets.exceptions import ConnectionClosed
 from voxwire.agents import RealtimeAgent
 from voxwire.asyncio import RealtimeSession
 from voxwire.audio import AudioInput, RemoteOutput
+from voxwire.export import process
 from voxwire.timeline.observer import Record, Timeline
 
 __all__ = ["CHUNK_MS", "RATE_HZ", "SessionRecipe", "TabBridge"]
@@ -225,6 +226,7 @@ class TabBridge:
     async def _events(self) -> None:
         async for event in self.session:
             self.timeline.observe(event)
+            process.observe(self.session, event)  # --metrics-port (docs/operations.md)
 
     async def _audio(self) -> None:
         header = struct.Struct("<d")

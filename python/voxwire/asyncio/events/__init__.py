@@ -28,7 +28,7 @@ from voxwire.asyncio.events.mcp import (
     McpToolsChangedEvent,
 )
 from voxwire.asyncio.events.speech import SpeechHandle
-from voxwire.asyncio.observability.metrics import Metrics
+from voxwire.asyncio.observability.metrics import Metrics, ResponseMetrics, SessionMetrics
 from voxwire.protocol.gate import ResponseSource
 from voxwire.protocol.objects import StatusDetails, Usage
 from voxwire.protocol.server_events import ReceivedEvent
@@ -74,6 +74,7 @@ __all__ = [
     "ToolGuardrailTrippedEvent",
     "ToolProgressEvent",
     "ToolStartEvent",
+    "UsageUpdatedEvent",
     "UserInputTranscribedEvent",
     "UserState",
     "UserStateChangedEvent",
@@ -87,7 +88,7 @@ on: the server waits for the user) or ``idle`` (turn detection off: nothing happ
 application asks); ``thinking`` from ``response.created`` to its first text or audio;
 ``speaking`` until the last response in progress is done."""
 
-UserState = Literal["listening", "speaking"]
+UserState = Literal["listening", "speaking", "away"]
 """``speaking`` between the server's ``speech_started`` and ``speech_stopped``."""
 
 ErrorSource = Literal[
@@ -284,6 +285,16 @@ class MetricsCollectedEvent:
 
     type: Literal["metrics_collected"] = field(default="metrics_collected", init=False)
     metrics: Metrics
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UsageUpdatedEvent:
+    """A response's usage was counted (with its metrics): ``response`` (its tokens, audio and
+    estimated cost) and the session's ``totals`` after it (docs/session.md, Usage and cost)."""
+
+    type: Literal["usage_updated"] = field(default="usage_updated", init=False)
+    response: ResponseMetrics
+    totals: SessionMetrics
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -534,6 +545,7 @@ SessionEvent: TypeAlias = (
     | ResponseStartedEvent
     | ResponseDoneEvent
     | MetricsCollectedEvent
+    | UsageUpdatedEvent
     | AgentStateChangedEvent
     | UserStateChangedEvent
     | ErrorEvent

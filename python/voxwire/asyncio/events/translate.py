@@ -61,6 +61,8 @@ class EventTranslator:
         emit: Callable[[ev.SessionEvent], None] = lambda event: None,
         playback_pending: Callable[[], bool] = lambda: False,
         wait_for_playback: Callable[[], None] = lambda: None,
+        away_after_s: float | None = None,
+        now: Callable[[], float] = lambda: 0.0,
     ) -> None:
         self._protocol = protocol
         self._raw = raw
@@ -76,6 +78,10 @@ class EventTranslator:
         self._wait_for_playback = wait_for_playback
         self.waiting_for_playback = False
         self.user_state: ev.UserState = "listening"
+        #: ``away``: after this long with both the user and the agent quiet (None: never).
+        self._away_after_s = away_after_s
+        self._now = now
+        self._quiet_since: float | None = None  # when both became quiet; None: someone is not
         self._history_held = False
         self._history_changed = False
 
@@ -110,6 +116,7 @@ class EventTranslator:
         self._announced.clear()
         self._completed.clear()
         self.user_state = "listening"
+        self._note_quiet()
 
     def translate(self, event: se.ReceivedEvent) -> list[ev.SessionEvent]:
         out: list[ev.SessionEvent] = []
@@ -126,11 +133,38 @@ class EventTranslator:
         if state != self.agent_state:
             out.append(ev.AgentStateChangedEvent(old_state=self.agent_state, new_state=state))
             self.agent_state = state
+            self._note_quiet()
 
     def _user(self, state: ev.UserState, out: list[ev.SessionEvent]) -> None:
         if state != self.user_state:
             out.append(ev.UserStateChangedEvent(old_state=self.user_state, new_state=state))
             self.user_state = state
+            self._note_quiet()
+
+    def _note_quiet(self) -> None:
+        """Start (or stop) the silence that makes the user ``away``: the user listening and the
+        agent waiting for them (LiveKit's ``user_away_timeout``)."""
+        quiet = self.user_state == "listening" and self.agent_state in ("listening", "idle")
+        if not quiet:
+            self._quiet_since = None
+        elif self._quiet_since is None:
+            self._quiet_since = self._now()
+
+    def away_due_s(self) -> float | None:
+        """When the user will be ``away`` if nothing happens (session clock); None: not
+        counting (someone is speaking, the user is away already, or the option is off)."""
+        if self._away_after_s is None or self._quiet_since is None:
+            return None
+        return self._quiet_since + self._away_after_s
+
+    def check_away(self) -> list[ev.SessionEvent]:
+        """``user_state_changed`` to ``away`` if the silence lasted long enough by now; the
+        user's next speech (``speech_started``) ends it."""
+        due = self.away_due_s()
+        out: list[ev.SessionEvent] = []
+        if due is not None and self._now() >= due:
+            self._user("away", out)
+        return out
 
     def _waiting_state(self) -> ev.AgentState:
         return "listening" if turn_detection_on(self._protocol.session) else "idle"

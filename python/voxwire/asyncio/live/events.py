@@ -110,6 +110,12 @@ class LiveUsageEvent:
     type: Literal["live_usage"] = field(default="live_usage", init=False)
     seconds: float
     context_usage_ratio: float | None
+    active_seconds: float | None = None
+    standby_seconds: float | None = None
+    """The split of ``seconds`` the server reported (``paused_seconds``: standby)."""
+    estimated_cost_usd: float | None = None
+    """The session's time so far priced by its price table (``None``: no price for the model;
+    docs/operations.md)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -33,6 +33,7 @@ from voxwire.asyncio.live.events import (
 from voxwire.asyncio.live.recording import LiveRecording
 from voxwire.asyncio.live.replies import Replies
 from voxwire.asyncio.live.spans import LiveSpans
+from voxwire.asyncio.observability.pricing import LivePricing
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.live import LiveProtocol
 from voxwire.live import server_events as se
@@ -63,6 +64,7 @@ class LiveHandling:
     replies: Replies
     _history: list[LiveHistoryItem]
     _usage: tuple[float, float | None]  # seconds, context usage ratio
+    _pricing: LivePricing
     _delegations_started: int
     _recording: LiveRecording
     _restored: int  # history items of a resumed conversation (never merged into)
@@ -139,7 +141,17 @@ class LiveHandling:
     def _on_usage(self, event: se.SessionUsageUpdated) -> None:
         ratio = event.context_window.usage_ratio if event.context_window else None
         self._usage = (event.usage.seconds, ratio)
-        self.emit(LiveUsageEvent(seconds=event.usage.seconds, context_usage_ratio=ratio))
+        usage = event.usage
+        self._recording.billed(usage.seconds)
+        self.emit(
+            LiveUsageEvent(
+                seconds=usage.seconds,
+                context_usage_ratio=ratio,
+                active_seconds=usage.active_seconds,
+                standby_seconds=usage.paused_seconds,
+                estimated_cost_usd=self._pricing.cost(usage),
+            )
+        )
 
     def _on_error(self, event: se.LiveErrorEvent) -> None:
         self.replies.on_error(event)
@@ -158,6 +170,8 @@ class LiveHandling:
 
     def _on_closed(self, event: se.SessionClosed) -> None:
         self._usage = (event.usage.seconds, self._usage[1])
+        self._pricing.cost(event.usage)
+        self._recording.billed(event.usage.seconds)
 
     # --- heard transcripts, history, guardrails ------------------------------------------------
 

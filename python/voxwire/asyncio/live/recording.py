@@ -70,6 +70,7 @@ class LiveRecording:
         self._persistence = Persistence(_Options(store, conversation_id), emit)
         self._open: tuple[int, str, LiveHistoryItem] | None = None  # history index, item id
         self._closed = False
+        self._earlier_s = 0.0  # billed time of the sessions that held the conversation before
 
     @property
     def conversation_id(self) -> str | None:
@@ -94,7 +95,14 @@ class LiveRecording:
         snapshot = await persistence.store.load(resume)
         await persistence.start_resumed(snapshot, imported=False)
         persistence.agent_started(agent.name)
+        self._earlier_s = snapshot.usage.live_seconds
         return snapshot
+
+    def billed(self, seconds: float) -> None:
+        """The server's ``session.usage`` says this session has billed ``seconds`` so far."""
+        recorder = self._persistence.recorder
+        if recorder is not None:
+            self._persistence.record(recorder.set_live_seconds(self._earlier_s + seconds))
 
     def said(self, index: int, item: LiveHistoryItem) -> None:
         """The history's stretch ``index`` is now ``item`` (written when it ends)."""

@@ -16,13 +16,14 @@ output and input guardrails (input: checked over the transcript as it arrives; t
 delegated work waits for the check), persistence (``store=``, ``snapshot()``,
 :meth:`LiveSession.resume`: the Realtime stores and machinery), reconnection
 (``reconnect=ReconnectPolicy(...)``: a fork of the stored session, ``live_reconnected``),
-OpenTelemetry spans (``voxwire.live.*``).
+OpenTelemetry spans (``voxwire.live.*``), usage priced (``prices=``, over the published
+table: ``live_usage`` and ``metrics.estimated_cost_usd``; docs/operations.md).
 
 What does not (GPT-Live decides when to speak and hears interruptions itself): no truncation
 (nothing is sent when the listener interrupts — the model heard it), no ``response.create``
 gating, ``say``/``create_response``, ``send_message`` (Live takes speech; add context with
 :meth:`add_context`), handoffs and ``update_agent`` (instructions and voice are fixed at
-startup), hosted MCP tools. See docs/live.md.
+startup), hosted MCP tools, the user-away state. See docs/live.md.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from voxwire.asyncio.live.recording import LiveRecording
 from voxwire.asyncio.live.replies import Replies
 from voxwire.asyncio.live.sideband import LiveSideband, check_attach_options
 from voxwire.asyncio.live.spans import LiveSpans
+from voxwire.asyncio.observability.pricing import LivePricing, ModelPrices
 from voxwire.asyncio.observability.tracing import SessionTracer
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.audio import AudioOutput
@@ -116,6 +118,7 @@ class LiveSession(LiveSideband, LiveHandling):
         input_guardrail_refusal: Refusal = DEFAULT_REFUSAL,
         tracer_provider: TracerProvider | None = None,
         tracing_disabled: bool = False,
+        prices: Mapping[str, ModelPrices] | None = None,
     ) -> None:
         _check_options(delegation, backend, decisions, reconnect)
         self.agent = agent
@@ -124,8 +127,7 @@ class LiveSession(LiveSideband, LiveHandling):
         self._backend = backend
         self._output = live_output(audio_output)
         self._microphone = LiveMicrophone(audio_input, self) if audio_input is not None else None
-        self._context = context
-        self._formatter = tool_error_formatter
+        self._context, self._formatter = context, tool_error_formatter
         # Bounded, never blocking the receive loop: when full, audio and usage go first.
         self._events: EventQueue[LiveEvent] = EventQueue(max_events, droppable=_droppable)
         self._tasks = OwnedTasks(self._task_failed)
@@ -147,6 +149,7 @@ class LiveSession(LiveSideband, LiveHandling):
             self._output, emit=self.emit, heard=self._heard, truncated=self._truncated
         )
         self._usage: tuple[float, float | None] = (0.0, None)  # seconds, context usage ratio
+        self._pricing = LivePricing(model, prices)  # docs/operations.md
         self._delegations_started = 0  # over every connection (a fork's core starts empty)
         self._spoken = ""  # the assistant's words of this turn, as generated (for guardrails)
         self._checked = 0
@@ -311,6 +314,7 @@ class LiveSession(LiveSideband, LiveHandling):
         return self._playback.metrics(
             usage_seconds=self._usage[0],
             context_usage_ratio=self._usage[1],
+            estimated_cost_usd=self._pricing.cost_usd,
             delegations=self._delegations_started,
             tool_calls=self._responses.calls if self._responses is not None else 0,
         )

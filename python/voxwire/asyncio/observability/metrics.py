@@ -30,7 +30,9 @@ What is measured (all times in seconds, from the session's monotonic clock):
 * ``underruns``: how often the attached :class:`~voxwire.audio.AudioOutput` ran dry between
   ``response.created`` and the report (``None`` without one: a bare clock cannot tell);
 * ``duration_s``: ``response.created`` to ``response.done``;
-* ``usage``: the tokens of ``response.done``;
+* ``usage``: the tokens of ``response.done``; ``output_audio_s``: the audio received of the
+  response; ``estimated_cost_usd``: the usage priced (:mod:`.pricing`); the session's totals
+  add ``input_audio_s``, the audio sent;
 * input transcription delay: end of the user's turn to
   ``conversation.item.input_audio_transcription.completed`` (or ``.failed``), reported on its
   own (:class:`TranscriptionMetrics`) because the service often completes the transcript after
@@ -47,6 +49,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Final, Protocol
 
+from voxwire.asyncio.observability.pricing import ModelPrices, TokenPrices, token_cost_usd
 from voxwire.asyncio.observability.records import (
     InterruptionMetrics,
     LatencyStats,
@@ -72,6 +75,7 @@ __all__ = [
     "TokenUsage",
     "TranscriptionMetrics",
     "TranscriptionUsage",
+    "UsageWiring",
 ]
 
 #: How many user items may wait for their transcription at once (transcription off: none ever
@@ -91,6 +95,7 @@ class _Open:
     first_played_s: float | None = None
     playback_over: bool = False  # played, or cut before anything played
     interrupted: bool = False
+    audio_out_bytes: int = 0
     done: ResponseMetrics | None = None  # set at response.done, reported when playback allows
 
 
@@ -102,7 +107,8 @@ class MetricsCollector:
     ``track_playback``: an audio output is attached, so a response with audio is reported once
     :meth:`played` (or :meth:`playback_cut`) says what became of its first sample.
     ``is_out_of_band``: tells out-of-band responses (``conversation="none"``) apart; they never
-    answer the user's turn.
+    answer the user's turn. ``bytes_per_s``: the wire's input and output audio rates in bytes
+    per second (default PCM16 at 24 kHz), for the audio seconds sent and received.
     """
 
     def __init__(
@@ -110,9 +116,11 @@ class MetricsCollector:
         *,
         track_playback: bool = False,
         is_out_of_band: Callable[[str], bool] | None = None,
+        bytes_per_s: Callable[[], tuple[int, int]] = lambda: (48_000, 48_000),
     ) -> None:
         self._track_playback = track_playback
         self._is_out_of_band = is_out_of_band
+        self._bytes_per_s = bytes_per_s
         self._turn_end_s: float | None = None  # the end of the user's last turn, not answered yet
         self._turn_item_id: str | None = None
         self._commit_s: float | None = None  # the client committed; the server names the item
@@ -127,6 +135,11 @@ class MetricsCollector:
         self._commit_s = now_s
         self._turn_end_s = now_s
         self._turn_item_id = None
+
+    def audio_sent(self, n_bytes: int) -> None:
+        """``n_bytes`` of audio went to the server's input buffer."""
+        seconds = n_bytes / self._bytes_per_s()[0]
+        self._totals = replace(self._totals, input_audio_s=self._totals.input_audio_s + seconds)
 
     def interrupted(self, response_ids: Iterable[str]) -> None:
         """Playback or responses were cut (``interrupt()`` or barge-in); ``response_ids``: the
@@ -194,8 +207,10 @@ class MetricsCollector:
         """Account for one wire event handled at ``now_s``."""
         if type(event) is se.ResponseOutputAudioDelta:  # the frequent one: keep it short
             record = self._open.get(event.response_id)
-            if record is not None and record.first_audio_s is None:
-                record.first_audio_s = now_s
+            if record is not None:
+                record.audio_out_bytes += len(event.delta)
+                if record.first_audio_s is None:
+                    record.first_audio_s = now_s
             return []
         handler = _HANDLERS.get(type(event))
         return handler(self, event, now_s) if handler is not None else []
@@ -297,6 +312,7 @@ class MetricsCollector:
             duration_s=now_s - began_s if began_s is not None else 0.0,
             interrupted=record.interrupted or cancelled,
             usage=usage if usage is not None else TokenUsage(),
+            output_audio_s=record.audio_out_bytes / self._bytes_per_s()[1],
         )
         if first_audio is None or not self._track_playback:
             record.playback_over = True
@@ -351,6 +367,7 @@ class MetricsCollector:
             responses=t.responses + 1,
             interrupted_responses=t.interrupted_responses + metrics.interrupted,
             usage=t.usage + metrics.usage,
+            output_audio_s=t.output_audio_s + metrics.output_audio_s,
             speech_end_to_first_audio=t.speech_end_to_first_audio.add(
                 metrics.speech_end_to_first_audio_s
             ),
@@ -382,6 +399,17 @@ _HANDLERS: dict[type, _Handler] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class UsageWiring:
+    """What usage needs of the session: the wire's audio rates in bytes per second (input,
+    output), the model's prices (``None``: unknown), and ``updated``, told each response's
+    metrics with the session's totals after it (the ``usage_updated`` event)."""
+
+    bytes_per_s: Callable[[], tuple[int, int]] = lambda: (48_000, 48_000)
+    prices: Callable[[], ModelPrices | None] = lambda: None
+    updated: Callable[[ResponseMetrics, SessionMetrics], None] = lambda response, totals: None
+
+
 class FirstSampleWatch(Protocol):
     """What the recorder needs of the session's playback monitor
     (:class:`~voxwire.asyncio.audio.playback.PlaybackMonitor`): a call when a response's first
@@ -408,11 +436,15 @@ class MetricsRecorder:
         playback: FirstSampleWatch | None,
         is_out_of_band: Callable[[str], bool] | None = None,
         underruns: Callable[[], int] | None = None,
+        usage: UsageWiring | None = None,
     ) -> None:
         self._now = now
         self._emit = emit
+        self._usage = usage or UsageWiring()
         self.collector = MetricsCollector(
-            track_playback=playback is not None, is_out_of_band=is_out_of_band
+            track_playback=playback is not None,
+            is_out_of_band=is_out_of_band,
+            bytes_per_s=self._usage.bytes_per_s,
         )
         self._playback = playback
         self._underruns = underruns
@@ -422,6 +454,9 @@ class MetricsRecorder:
         totals = self.collector.snapshot()
         if self._underruns is not None:
             totals = replace(totals, underruns=self._underruns())
+        prices = self._usage.prices()
+        if isinstance(prices, TokenPrices):
+            totals = replace(totals, estimated_cost_usd=token_cost_usd(totals.usage, prices))
         return totals
 
     def on_server_event(self, event: se.ReceivedEvent) -> None:
@@ -465,6 +500,9 @@ class MetricsRecorder:
     def committed(self) -> None:
         self.collector.committed(self._now())
 
+    def audio_sent(self, n_bytes: int) -> None:
+        self.collector.audio_sent(n_bytes)
+
     def interrupted(
         self, response_ids: Iterable[str], cut: Iterable[InterruptionMetrics] = ()
     ) -> None:
@@ -487,4 +525,10 @@ class MetricsRecorder:
                 start = self._underruns_at.pop(item.response_id, None)
                 if start is not None:
                     item = replace(item, underruns=self._underruns() - start)
+            if isinstance(item, ResponseMetrics):
+                prices = self._usage.prices()
+                if isinstance(prices, TokenPrices):
+                    item = replace(item, estimated_cost_usd=token_cost_usd(item.usage, prices))
             self._emit(item)
+            if isinstance(item, ResponseMetrics):
+                self._usage.updated(item, self.snapshot())

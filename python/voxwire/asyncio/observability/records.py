@@ -23,7 +23,9 @@ __all__ = [
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TokenUsage:
-    """Tokens of ``response.done``'s ``usage`` (0 where the server said nothing); they add up."""
+    """Tokens of ``response.done``'s ``usage`` (0 where the server said nothing); they add up.
+    The cached tokens are a part of the input tokens (the service counts them in both);
+    ``input_cached_*_tokens`` split them by modality (``cached_tokens_details``)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -33,6 +35,9 @@ class TokenUsage:
     input_cached_tokens: int = 0
     output_text_tokens: int = 0
     output_audio_tokens: int = 0
+    input_cached_text_tokens: int = 0
+    input_cached_audio_tokens: int = 0
+    input_cached_image_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -44,6 +49,7 @@ class TokenUsage:
             return cls()
         inp = usage.input_token_details
         out = usage.output_token_details
+        cached = inp.cached_tokens_details if inp else None
         return cls(
             input_tokens=usage.input_tokens or 0,
             output_tokens=usage.output_tokens or 0,
@@ -53,18 +59,17 @@ class TokenUsage:
             input_cached_tokens=(inp.cached_tokens or 0) if inp else 0,
             output_text_tokens=(out.text_tokens or 0) if out else 0,
             output_audio_tokens=(out.audio_tokens or 0) if out else 0,
+            input_cached_text_tokens=(cached.text_tokens or 0) if cached else 0,
+            input_cached_audio_tokens=(cached.audio_tokens or 0) if cached else 0,
+            input_cached_image_tokens=(cached.image_tokens or 0) if cached else 0,
         )
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            input_text_tokens=self.input_text_tokens + other.input_text_tokens,
-            input_audio_tokens=self.input_audio_tokens + other.input_audio_tokens,
-            input_image_tokens=self.input_image_tokens + other.input_image_tokens,
-            input_cached_tokens=self.input_cached_tokens + other.input_cached_tokens,
-            output_text_tokens=self.output_text_tokens + other.output_text_tokens,
-            output_audio_tokens=self.output_audio_tokens + other.output_audio_tokens,
+            **{
+                name: getattr(self, name) + getattr(other, name)
+                for name in TokenUsage.__dataclass_fields__
+            }
         )
 
 
@@ -119,6 +124,10 @@ class ResponseMetrics:
     interrupted: bool = False
     underruns: int | None = None
     usage: TokenUsage = field(default_factory=TokenUsage)
+    output_audio_s: float = 0.0
+    """The audio of the response received (its length, in the session's output format)."""
+    estimated_cost_usd: float | None = None
+    """``usage`` priced by the session's price table (``None``: no price for the model)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -208,3 +217,10 @@ class SessionMetrics:
     underruns: int = 0
     dropped_audio_ms: int = 0
     """Audio received but never played because an interruption cut it."""
+    input_audio_s: float = 0.0
+    """Audio sent to the server (``send_audio`` and the microphone; not while muted)."""
+    output_audio_s: float = 0.0
+    """Audio received of the responses reported."""
+    estimated_cost_usd: float | None = None
+    """``usage`` priced by the session's price table (``None``: no price for the model; see
+    :mod:`voxwire.asyncio.observability.pricing`)."""

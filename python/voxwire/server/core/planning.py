@@ -61,6 +61,10 @@ def plan_response(
     out = session["audio"]["output"]
     voice, fmt = _voice_and_format(p, out)
     context = _context(state.conversation, p.input)
+    # Prompt caching as the service bills it: the leading items this response shares with the
+    # previous response's input were processed before and count as cached input tokens.
+    cached = _shared_prefix(state.last_context, context)
+    state.last_context = tuple(item.id for item in context)
     tools: list[dict[str, Any]] = (
         session["tools"] if p.tools is UNSET else msgspec.to_builtins(p.tools)
     )
@@ -77,6 +81,8 @@ def plan_response(
         metadata=p.metadata if isinstance(p.metadata, dict) else None,
         context=context,
         context_audio_ms=_audio_ms(state.conversation, context),
+        cached=cached,
+        cached_audio_ms=_audio_ms(state.conversation, cached),
     )
     functions = [t for t in tools if t.get("type") == "function"]
     turn = Turn(
@@ -150,6 +156,16 @@ def _context(
     return [
         conversation.get(entry.id) if isinstance(entry, ItemReference) else entry for entry in given
     ]
+
+
+def _shared_prefix(previous: tuple[str | None, ...], context: list[Item]) -> list[Item]:
+    """The leading items of ``context`` that led the previous response's input too."""
+    count = 0
+    for item_id, item in zip(previous, context, strict=False):
+        if item_id is None or item_id != item.id:
+            break
+        count += 1
+    return context[:count]
 
 
 def _audio_ms(conversation: ServerConversation, context: list[Item]) -> int:

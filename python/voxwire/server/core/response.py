@@ -31,6 +31,7 @@ from typing import Final, Literal, TypedDict
 
 from voxwire.protocol import (
     AudioFormat,
+    CachedTokenDetails,
     ConversationItemAdded,
     ConversationItemDone,
     FunctionCallItem,
@@ -119,6 +120,9 @@ class ResponseSpec:
     metadata: dict[str, str] | None
     context: list[Item] = field(default_factory=list)
     context_audio_ms: int = 0
+    cached: list[Item] = field(default_factory=list)
+    """The leading items of ``context`` the previous response's input began with too."""
+    cached_audio_ms: int = 0
 
     @property
     def audio(self) -> bool:
@@ -429,9 +433,9 @@ class ResponseBuilder:
     def _input_tokens(self) -> int:
         return self._input_text_tokens() + self.spec.context_audio_ms // _USER_AUDIO_MS_PER_TOKEN
 
-    def _input_text_tokens(self) -> int:
+    def _input_text_tokens(self, items: list[Item] | None = None) -> int:
         chars = 0
-        for item in self.spec.context:
+        for item in self.spec.context if items is None else items:
             if isinstance(item, MessageItem):
                 for part in item.content:
                     if isinstance(part, InputText):
@@ -449,12 +453,21 @@ class ResponseBuilder:
         audio_in = self.spec.context_audio_ms // _USER_AUDIO_MS_PER_TOKEN
         audio_out = self._output_audio_ms // _ASSISTANT_AUDIO_MS_PER_TOKEN
         text_out = self.output_tokens - audio_out
+        # Cached tokens are a part of the input tokens (the service counts them in both).
+        cached_text = self._input_text_tokens(self.spec.cached)
+        cached_audio = self.spec.cached_audio_ms // _USER_AUDIO_MS_PER_TOKEN
         return Usage(
             total_tokens=text_in + audio_in + text_out + audio_out,
             input_tokens=text_in + audio_in,
             output_tokens=text_out + audio_out,
             input_token_details=InputTokenDetails(
-                text_tokens=text_in, audio_tokens=audio_in, image_tokens=0, cached_tokens=0
+                text_tokens=text_in,
+                audio_tokens=audio_in,
+                image_tokens=0,
+                cached_tokens=cached_text + cached_audio,
+                cached_tokens_details=CachedTokenDetails(
+                    text_tokens=cached_text, audio_tokens=cached_audio, image_tokens=0
+                ),
             ),
             output_token_details=OutputTokenDetails(text_tokens=text_out, audio_tokens=audio_out),
         )

@@ -145,6 +145,8 @@ class ServerSession:
         self.conversation = ServerConversation(audio_budget_bytes)
         self.conversation_id = ids.conversation()
         self.assistant_audio_sent = False
+        #: The item ids of the last response's input (what the service's prompt cache holds).
+        self.last_context: tuple[str | None, ...] = ()
         self._responding = responding
         self._input = InputAudioBuffer(input_format(self.session).sample_format)
         self._vad = turn_detection(self.session, ids)

@@ -16,6 +16,7 @@ from voxwire.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from voxwire.agents import RealtimeAgent
+    from voxwire.telephony.twilio.bridge import CallReport
     from voxwire.telephony.twilio.serve import PhoneServer
 
 __all__ = ["load_agent", "phone_server", "serve"]
@@ -51,6 +52,7 @@ def load_agent(spec: str) -> RealtimeAgent:
 def phone_server(args: argparse.Namespace) -> PhoneServer:
     """The server ``voxwire phone``'s arguments ask for (not started). A bad agent or
     ``--config`` raises here, before anything listens."""
+    from voxwire.export import process
     from voxwire.telephony.twilio.bridge import TwilioBridge
     from voxwire.telephony.twilio.serve import PhoneServer
 
@@ -62,6 +64,7 @@ def phone_server(args: argparse.Namespace) -> PhoneServer:
         config=config,
         chunk_ms=args.chunk_ms,
         greeting=args.greeting if args.greeting is not None else args.greet,
+        on_event=process.observe_call,  # --metrics-port (docs/operations.md)
     )
     token = os.environ.get("TWILIO_AUTH_TOKEN") or None
     return PhoneServer(
@@ -70,8 +73,16 @@ def phone_server(args: argparse.Namespace) -> PhoneServer:
         port=args.port,
         public_url=args.public_url,
         auth_token=token,
-        on_call_ended=lambda report: print(report.summary(), flush=True),
+        on_call_ended=_call_ended,
     )
+
+
+def _call_ended(report: CallReport) -> None:
+    """A call's line, and its session counted as ended in ``--metrics-port``'s export."""
+    from voxwire.export import process
+
+    print(report.summary(), flush=True)
+    process.call_ended(report)
 
 
 async def serve(server: PhoneServer, args: argparse.Namespace, stop: asyncio.Event) -> None:

@@ -281,8 +281,7 @@ class LivePlayback:
         totals = self._recorder.snapshot()
         shared = {f.name: getattr(totals, f.name) for f in fields(totals)}
         return LiveMetrics(
-            **shared,
-            **live,
+            **{**shared, **live},
             audio_received_ms=self._received_bytes // _BYTES_PER_MS,
             audio_heard_ms=self._heard_audio_ms(),
             first_audio_after_speech_ms=tuple(self._latencies),
