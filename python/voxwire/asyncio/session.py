@@ -484,6 +484,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
             await self._renewer.aclose()
         await self._dialer.aclose()
         self._metrics.close()
+        await self._switcher.aclose()  # local MCP servers: their processes stopped
         await self._persistence.aclose()
 
     def _finish(self, close: ev.CloseEvent) -> None:

@@ -1,0 +1,341 @@
+"""Local MCP servers at run time (declared in voxwire/agents/mcp_local.py), with the official
+``mcp`` SDK (the ``mcp`` extra).
+
+:class:`McpLink` holds one server's connection in a task of its own (the SDK's transports are
+anyio context managers, entered and left in one task): started when an agent that names the
+server becomes active, closed with the session — a stdio server's process is stopped then.
+:class:`LocalMcp` (owned by the session's agent switcher) keeps the links and turns each
+offered tool into a :class:`~voxwire.agents.FunctionTool` whose function calls the server, so
+that a call runs through the same machinery as any function tool.
+
+Faults: a stdio server whose connection ends (its process died) is reported as an ``error``
+event (``code="mcp_server_lost"``) and its tools are withdrawn (``session.update``); the
+session goes on. An HTTP server's dropped connection is opened again at the next call. A
+server's ``tools/list_changed`` lists its tools again and updates the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import voxwire.asyncio.events as ev
+from voxwire.agents.agent import McpTools, RealtimeAgent
+from voxwire.agents.call import ToolContext
+from voxwire.agents.mcp_local import MCPServer, MCPServerHTTP, MCPServerStdio, exposed_names
+from voxwire.agents.tool import FunctionTool, format_output
+from voxwire.asyncio.supervisor import OwnedTasks
+from voxwire.protocol import server_events as se
+
+__all__ = ["LocalMcp", "McpLink", "McpToolError", "result_text", "tool_schema"]
+
+log = logging.getLogger("voxwire.mcp")
+
+#: The most text of one result the model gets (the rest is cut, and said so).
+MAX_OUTPUT_CHARS = 100_000
+BARGE_IN_NOTE = "The call was cancelled: the user started speaking before it finished."
+
+
+class McpToolError(RuntimeError):
+    """The server answered a call with an error (its text is the message)."""
+
+
+def _sdk() -> Any:
+    try:
+        import mcp
+    except ImportError as exc:  # pragma: no cover - the extra is installed in the tests
+        raise ImportError(
+            'local MCP servers need the official MCP SDK: pip install "voxwire[mcp]"'
+        ) from exc
+    return mcp
+
+
+def tool_schema(raw: object) -> dict[str, Any]:
+    """A tool's ``inputSchema`` as a function tool's parameters: an object schema, whatever the
+    server sent."""
+    if isinstance(raw, dict) and raw.get("type") == "object":
+        schema = dict(raw)
+        if not isinstance(schema.get("properties"), dict):
+            schema["properties"] = {}
+        return schema
+    return {"type": "object", "properties": {}}
+
+
+def result_text(result: object) -> tuple[str, bool]:
+    """A ``tools/call`` result as ``(text the model gets, is it an error)``: text contents as
+    they are, other contents named, the structured content when there is no text; bounded."""
+    content = getattr(result, "content", None)
+    parts: list[str] = []
+    for block in content if isinstance(content, list) else ():
+        text = getattr(block, "text", None)
+        if isinstance(text, str):
+            parts.append(text)
+        else:
+            kind = getattr(block, "type", None)
+            mime = getattr(block, "mime_type", None)
+            parts.append(f"[{kind if isinstance(kind, str) else 'content'}"
+                         + (f" {mime}]" if isinstance(mime, str) else "]"))
+    structured = getattr(result, "structured_content", None)
+    if not parts and structured is not None:
+        parts.append(format_output(structured))
+    text = "\n".join(parts)
+    if len(text) > MAX_OUTPUT_CHARS:
+        text = text[:MAX_OUTPUT_CHARS] + " [cut: the result was longer]"
+    return text, getattr(result, "is_error", False) is True
+
+
+class McpLink:
+    """One server's connection (see the module docstring)."""
+
+    def __init__(
+        self, server: MCPServer, tasks: OwnedTasks, changed: Callable[[McpLink], None]
+    ) -> None:
+        self.server = server
+        self._owner = tasks
+        self.tools: tuple[Any, ...] = ()
+        """The server's offered tools (``mcp.types.Tool``), as listed last."""
+        self.alive = False
+        self._changed = changed
+        self._session: Any = None
+        self._stop: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._calls: dict[str, asyncio.Task[Any]] = {}
+
+    async def open(self) -> None:
+        """Connect, initialize, list the tools; raises what the connection raised."""
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self._task = self._owner.spawn(
+            self._hold(ready, self._stop), name=f"voxwire-mcp-{self.server.name}", kind="mcp"
+        )
+        await ready
+
+    def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        server = self.server
+        if isinstance(server, MCPServerStdio):
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            parameters = StdioServerParameters(
+                command=server.command, args=list(server.args), env=server.env, cwd=server.cwd
+            )
+            return stdio_client(parameters)
+        assert isinstance(server, MCPServerHTTP)
+        from mcp.client.streamable_http import streamable_http_client
+
+        if not server.headers:
+            return streamable_http_client(server.url)
+        return _http_with_headers(server.url, dict(server.headers))
+
+    async def _hold(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
+        mcp = _sdk()
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport())
+                session = mcp.ClientSession(read, write, message_handler=self._message)
+                await stack.enter_async_context(session)
+                await session.initialize()
+                self._session = session
+                await self.list_tools()
+                self.alive = True
+                ready.set_result(None)
+                await stop.wait()
+        except Exception as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            else:
+                log.debug("MCP server %s: the connection ended", self.server.name, exc_info=True)
+        finally:
+            self.alive = False
+            self._session = None
+
+    async def _message(self, message: object) -> None:
+        if type(message).__name__ == "ToolListChangedNotification":
+            with contextlib.suppress(Exception):
+                await self.list_tools()
+                self._changed(self)
+
+    async def list_tools(self) -> None:
+        listed = await self._session.list_tools()
+        tools = getattr(listed, "tools", None)
+        self.tools = tuple(
+            tool
+            for tool in (tools if isinstance(tools, list) else ())
+            if isinstance(getattr(tool, "name", None), str) and self.server.offers(tool.name)
+        )
+
+    async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> str:
+        """Run the server's tool ``name``; raises :class:`McpToolError` for an error result."""
+        if not self.alive and isinstance(self.server, MCPServerHTTP):
+            await self._reconnect()
+        if self._session is None:
+            raise McpToolError(f"the MCP server {self.server.name!r} is not connected")
+        task = asyncio.ensure_future(self._session.call_tool(name, arguments))
+        self._calls[call_id] = task
+        try:
+            result = await task
+        except asyncio.CancelledError:
+            if asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise
+            return BARGE_IN_NOTE
+        except Exception as exc:
+            if getattr(getattr(exc, "error", None), "code", None) == -32000:
+                self._lost(exc)  # CONNECTION_CLOSED: the server is gone
+            raise
+        finally:
+            self._calls.pop(call_id, None)
+        text, failed = result_text(result)
+        if failed:
+            raise McpToolError(text or "the tool failed")
+        return text
+
+    def cancel_calls(self) -> None:
+        """The user started speaking: the calls in flight end with :data:`BARGE_IN_NOTE`."""
+        for task in self._calls.values():
+            task.cancel()
+
+    def _lost(self, exc: BaseException) -> None:
+        self.alive = False
+        if self._stop is not None:
+            self._stop.set()
+        if isinstance(self.server, MCPServerStdio):
+            self._changed(self)
+
+    async def _reconnect(self) -> None:
+        assert isinstance(self.server, MCPServerHTTP)
+        for attempt in range(self.server.reconnect_attempts):
+            await self.close()
+            try:
+                await self.open()
+                return
+            except Exception:
+                log.debug("MCP server %s: reconnecting failed", self.server.name, exc_info=True)
+                await asyncio.sleep(0.1 * (attempt + 1))
+
+    async def close(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        if self._task is not None:
+            await asyncio.wait([self._task])
+        self._task = None
+
+
+@contextlib.asynccontextmanager
+async def _http_with_headers(url: str, headers: dict[str, str]) -> Any:
+    import httpx2  # the SDK's HTTP client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(headers=headers) as client:
+        async with streamable_http_client(url, http_client=client) as streams:
+            yield streams
+
+
+class LocalMcp:
+    """The session's local MCP servers (see the module docstring). ``emit`` reports faults;
+    ``changed`` is told that the active agent's tools must be sent again."""
+
+    def __init__(
+        self, emit: Callable[[ev.SessionEvent], None], changed: Callable[[], Awaitable[None]]
+    ) -> None:
+        self._emit = emit
+        self._changed = changed
+        self._links: dict[int, McpLink] = {}
+        self._tasks = OwnedTasks(self._failed)
+        self._lost: set[int] = set()
+
+    def _failed(self, kind: str, exc: BaseException) -> None:
+        self._emit(ev.ErrorEvent(message=f"local MCP ({kind}) failed: {exc!r}", source="tool",
+                                 exception=exc))
+
+    async def connect(self, agent: RealtimeAgent | None) -> None:
+        """Connect the servers ``agent`` names that are not connected yet; one that cannot be
+        connected is reported (``error``) and offers no tools."""
+        for server in agent.mcp_servers if agent is not None else ():
+            if id(server) in self._links:
+                continue
+            link = McpLink(server, self._tasks, self._link_changed)
+            self._links[id(server)] = link
+            try:
+                await link.open()
+            except Exception as exc:
+                self._emit(
+                    ev.ErrorEvent(
+                        message=f"the MCP server {server.name!r} could not be connected: {exc!r}",
+                        source="tool",
+                        code="mcp_server_unavailable",
+                        exception=exc,
+                    )
+                )
+
+    def _link_changed(self, link: McpLink) -> None:
+        if not link.alive and isinstance(link.server, MCPServerStdio):
+            if id(link.server) in self._lost:
+                return
+            self._lost.add(id(link.server))
+            self._emit(
+                ev.ErrorEvent(
+                    message=f"the MCP server {link.server.name!r} stopped: its tools are "
+                    "withdrawn",
+                    source="tool",
+                    code="mcp_server_lost",
+                )
+            )
+        with contextlib.suppress(Exception):
+            self._tasks.spawn(self._changed(), name="voxwire-mcp-refresh", kind="mcp refresh")
+
+    def tools(self, agent: RealtimeAgent | None) -> McpTools | None:
+        """The function tools of ``agent``'s connected servers, named around ``taken``."""
+        if agent is None or not agent.mcp_servers:
+            return None
+        links = [
+            link
+            for server in agent.mcp_servers
+            if (link := self._links.get(id(server))) is not None
+            and id(server) not in self._lost
+        ]
+
+        def named(taken: frozenset[str]) -> Sequence[FunctionTool]:
+            listings = [(link.server.name, [t.name for t in link.tools]) for link in links]
+            names = exposed_names(taken, listings)
+            return [
+                _function_tool(link, tool, names[(link.server.name, tool.name)])
+                for link in links
+                for tool in link.tools
+                if (link.server.name, tool.name) in names
+            ]
+
+        return named
+
+    def on_server_event(self, event: se.ReceivedEvent) -> None:
+        if isinstance(event, se.InputAudioBufferSpeechStarted):
+            for link in self._links.values():
+                if link.server.cancel_on_barge_in:
+                    link.cancel_calls()
+
+    async def aclose(self) -> None:
+        for link in self._links.values():
+            await link.close()
+        await self._tasks.aclose()
+
+
+def _function_tool(link: McpLink, tool: Any, name: str) -> FunctionTool:
+    server, mcp_name = link.server, tool.name
+
+    async def call(context: ToolContext[Any], **arguments: Any) -> str:
+        return await link.call(mcp_name, arguments, context.call.call_id)
+
+    description = tool.description if isinstance(tool.description, str) else None
+    return FunctionTool(
+        name=name,
+        function=call,
+        description=description,
+        parameters=tool_schema(getattr(tool, "input_schema", None)),
+        strict=False,
+        timeout_s=server.timeout_s,
+        needs_approval=server.approval_for(mcp_name),
+        takes_context=True,
+        input_guardrails=server.input_guardrails,
+        output_guardrails=server.output_guardrails,
+    )
