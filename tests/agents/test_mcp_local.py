@@ -4,14 +4,35 @@ over stdio or streamable HTTP) through the function-tool machinery."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import socket
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-from tests.asyncio.agent_helpers import agent_session, ask, last_assistant_text, of_type
-from tests.asyncio.helpers import run
+from tests.asyncio.agent_helpers import (
+    agent_session,
+    ask,
+    last_assistant_text,
+    of_type,
+    server_tools,
+    settle,
+)
+from tests.asyncio.helpers import run, until
 from tests.children import ROOT, child_env
-from voxwire.agents import MCPServerStdio, RealtimeAgent
-from voxwire.asyncio.events import ToolEndEvent
+from voxwire.agents import (
+    GuardrailResult,
+    MCPServerHTTP,
+    MCPServerStdio,
+    RealtimeAgent,
+    ToolCall,
+    function_tool,
+    tool_input_guardrail,
+)
+from voxwire.asyncio.events import ErrorEvent, ToolApprovalRequestedEvent, ToolEndEvent
+from voxwire.asyncio.events.guardrail import ToolGuardrailTrippedEvent
 from voxwire.server import Scenario
 
 SCENARIO = Scenario.from_mapping(
@@ -41,9 +62,227 @@ def test_a_turn_calls_a_stdio_mcp_tool() -> None:
     agent = RealtimeAgent(name="agent", mcp_servers=[stdio_server()])
 
     async def body() -> None:
-        async with agent_session(agent, SCENARIO) as session:
+        async with agent_session(agent, SCENARIO, wait_for_session_updated=True) as session:
             events = await ask(session, "what is the weather")
             assert last_assistant_text(session) == "Tool said: Sunny in Paris"
             assert [e.name for e in of_type(events, ToolEndEvent)] == ["weather"]
 
     run(body())
+
+
+SCENARIO_ALL = Scenario.from_mapping(
+    {
+        "rules": [
+            {
+                "match": "both",
+                "call": [
+                    {"name": "local__weather", "arguments": {"city": "Paris"}},
+                    {"name": "remote__weather", "arguments": {"city": "Rome"}},
+                ],
+            },
+            {"after_tool": "remote__weather", "say": "Tool said: {output}"},
+            {"after_tool": "local__weather", "say": "Tool said: {output}"},
+            {"match": "add", "call": {"name": "add", "arguments": {"a": 2, "b": 3}}},
+            {"after_tool": "add", "say": "Tool said: {output}"},
+            {"match": "fail", "call": {"name": "fail", "arguments": {}}},
+            {"after_tool": "fail", "say": "Tool said: {output}"},
+            {"match": "die", "call": {"name": "die", "arguments": {}}},
+            {"after_tool": "die", "say": "Tool said: {output}"},
+            {"match": "grow", "call": {"name": "grow", "arguments": {}}},
+            {"after_tool": "grow", "say": "Tool said: {output}"},
+            {"match": "slow", "call": {"name": "slow", "arguments": {"seconds": 60}}},
+            {"after_tool": "slow", "say": "Tool said: {output}"},
+        ],
+        "fallback": "You said: {text}",
+    }
+)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextlib.asynccontextmanager
+async def http_server() -> AsyncIterator[str]:
+    """The test MCP server over streamable HTTP in a child process; its URL."""
+    port = free_port()
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.agents.mcp_server",
+        "http",
+        str(port),
+        cwd=str(ROOT),
+        env=child_env(),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(400):
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        child.terminate()
+        await child.wait()
+
+
+def children() -> set[int]:
+    """The pids of this process's live child processes (from /proc)."""
+    mine = str(os.getpid())
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[1] == mine and fields[0] != "Z":
+            pids.add(int(entry.name))
+    return pids
+
+
+def test_one_turn_calls_a_stdio_and_an_http_tool_of_the_same_name() -> None:
+    async def body() -> None:
+        async with http_server() as url:
+            remote = MCPServerHTTP(name="remote", url=url)
+            agent = RealtimeAgent(name="agent", mcp_servers=[stdio_server("local"), remote])
+            async with agent_session(agent, SCENARIO_ALL, wait_for_session_updated=True) as session:
+                # Both servers have "weather": each is offered under its server's prefix.
+                tools = server_tools(session)
+                assert {"local__weather", "remote__weather", "local__add"} <= set(tools)
+                assert "weather" not in tools
+                events = await ask(session, "both")
+                ends = {e.name: e.output for e in of_type(events, ToolEndEvent)}
+                assert ends == {
+                    "local__weather": "Sunny in Paris",
+                    "remote__weather": "Sunny in Rome",
+                }
+
+    run(body(), timeout_s=60)
+
+
+def test_allow_and_deny_lists_and_a_function_tool_keeping_its_name() -> None:
+    @function_tool
+    def add(a: int, b: int) -> str:
+        """Adds here."""
+        return f"local {a + b}"
+
+    server = stdio_server(allowed_tools=["add", "weather", "fail"], blocked_tools=["fail"])
+    agent = RealtimeAgent(name="agent", tools=[add], mcp_servers=[server])
+
+    async def body() -> None:
+        async with agent_session(agent, SCENARIO_ALL, wait_for_session_updated=True) as session:
+            assert sorted(server_tools(session)) == ["add", "test__add", "weather"]
+            await ask(session, "add")
+            assert last_assistant_text(session) == "Tool said: local 5"
+
+    run(body())
+
+
+def test_an_approval_asked_and_refused_does_not_run_the_tool(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    agent = RealtimeAgent(
+        name="agent", mcp_servers=[stdio_server(runs=runs, needs_approval={"add": True})]
+    )
+
+    async def body() -> None:
+        async with agent_session(agent, SCENARIO_ALL, wait_for_session_updated=True) as session:
+            await session.send_message("add")
+            (request,) = of_type(
+                await until(session, "tool_approval_requested"), ToolApprovalRequestedEvent
+            )
+            assert request.name == "add"
+            session.reject_tool_call(request.call_id, message="The user said no.")
+            await settle(session)
+            assert last_assistant_text(session) == "Tool said: The user said no."
+
+    run(body())
+    assert not runs.exists()
+
+
+def test_a_tool_input_guardrail_trips_before_the_server_is_called(tmp_path: Path) -> None:
+    @tool_input_guardrail
+    def small_numbers(call: ToolCall) -> GuardrailResult:
+        big = call.arguments.get("b", 0) > 2
+        return GuardrailResult(big, {"b": call.arguments.get("b")}, "Numbers over 2 are refused.")
+
+    runs = tmp_path / "runs"
+    server = stdio_server(runs=runs, input_guardrails=[small_numbers])
+    agent = RealtimeAgent(name="agent", mcp_servers=[server])
+
+    async def body() -> None:
+        async with agent_session(agent, SCENARIO_ALL, wait_for_session_updated=True) as session:
+            events = await ask(session, "add")
+            assert of_type(events, ToolGuardrailTrippedEvent)
+            assert last_assistant_text(session) == "Tool said: Numbers over 2 are refused."
+
+    run(body())
+    assert not runs.exists()
+
+
+def test_an_error_result_is_an_error_output_and_the_session_goes_on() -> None:
+    agent = RealtimeAgent(name="agent", mcp_servers=[stdio_server()])
+
+    async def body() -> None:
+        async with agent_session(agent, SCENARIO_ALL, wait_for_session_updated=True) as session:
+            events = await ask(session, "fail")
+            # The SDK's server hides the exception's text: its error result says which tool.
+            assert last_assistant_text(session) == (
+                "Tool said: An error occurred while running the tool fail: "
+                "Error executing tool fail"
+            )
+            assert [e.source for e in of_type(events, ErrorEvent)] == ["tool"]
+
+    run(body())
+
+
+def test_a_stdio_server_killed_mid_call_is_reported_and_its_tools_withdrawn() -> None:
+    agent = RealtimeAgent(name="agent", mcp_servers=[stdio_server()])
+
+    async def body() -> None:
+        async with agent_session(agent, SCENARIO_ALL, wait_for_session_updated=True) as session:
+            assert "die" in server_tools(session)
+            events = await ask(session, "die")
+            events += await until(session, lambda e: not server_tools(session))
+            lost = [e for e in of_type(events, ErrorEvent) if e.code == "mcp_server_lost"]
+            assert len(lost) == 1 and "'test'" in lost[0].message
+            assert last_assistant_text(session).startswith("Tool said: An error occurred")
+            await ask(session, "still there?")  # the session lives
+            assert last_assistant_text(session) == "You said: still there?"
+
+    run(body())
+
+
+def test_tools_list_changed_updates_the_session() -> None:
+    agent = RealtimeAgent(name="agent", mcp_servers=[stdio_server()])
+
+    async def body() -> None:
+        async with agent_session(agent, SCENARIO_ALL, wait_for_session_updated=True) as session:
+            assert "fresh" not in server_tools(session)
+            await ask(session, "grow")
+            await until(session, lambda e: "fresh" in server_tools(session))
+
+    run(body())
+
+
+def test_no_server_process_is_left_after_close() -> None:
+    agent = RealtimeAgent(name="agent", mcp_servers=[stdio_server("a"), stdio_server("b")])
+    before = children()
+
+    async def body() -> None:
+        async with agent_session(agent, SCENARIO, wait_for_session_updated=True) as session:
+            assert len(children() - before) == 2
+            await ask(session, "what is the weather")
+
+    run(body())
+    assert children() - before == set()

@@ -152,10 +152,10 @@ class McpLink:
             self._session = None
 
     async def _message(self, message: object) -> None:
+        # Called from the SDK's read loop: listing here would wait for an answer that loop
+        # must read. The listing runs in a task of its own (LocalMcp._refresh).
         if type(message).__name__ == "ToolListChangedNotification":
-            with contextlib.suppress(Exception):
-                await self.list_tools()
-                self._changed(self)
+            self._changed(self)
 
     async def list_tools(self) -> None:
         listed = await self._session.list_tools()
@@ -282,8 +282,13 @@ class LocalMcp:
                     code="mcp_server_lost",
                 )
             )
-        with contextlib.suppress(Exception):
-            self._tasks.spawn(self._changed(), name="voxwire-mcp-refresh", kind="mcp refresh")
+        with contextlib.suppress(Exception):  # closing: nothing to refresh
+            self._tasks.spawn(self._refresh(link), name="voxwire-mcp-refresh", kind="mcp refresh")
+
+    async def _refresh(self, link: McpLink) -> None:
+        if link.alive:
+            await link.list_tools()
+        await self._changed()
 
     def tools(self, agent: RealtimeAgent | None) -> McpTools | None:
         """The function tools of ``agent``'s connected servers, named around ``taken``."""
