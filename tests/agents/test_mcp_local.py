@@ -255,7 +255,8 @@ def test_a_stdio_server_killed_mid_call_is_reported_and_its_tools_withdrawn() ->
             events = await ask(session, "die")
             events += await until(session, lambda e: not server_tools(session))
             lost = [e for e in of_type(events, ErrorEvent) if e.code == "mcp_server_lost"]
-            assert len(lost) == 1 and "'test'" in lost[0].message
+            assert len(lost) == 1
+            assert "'test'" in lost[0].message
             assert last_assistant_text(session).startswith("Tool said: An error occurred")
             await ask(session, "still there?")  # the session lives
             assert last_assistant_text(session) == "You said: still there?"

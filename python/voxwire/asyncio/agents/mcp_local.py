@@ -76,8 +76,10 @@ def result_text(result: object) -> tuple[str, bool]:
         else:
             kind = getattr(block, "type", None)
             mime = getattr(block, "mime_type", None)
-            parts.append(f"[{kind if isinstance(kind, str) else 'content'}"
-                         + (f" {mime}]" if isinstance(mime, str) else "]"))
+            parts.append(
+                f"[{kind if isinstance(kind, str) else 'content'}"
+                + (f" {mime}]" if isinstance(mime, str) else "]")
+            )
     structured = getattr(result, "structured_content", None)
     if not parts and structured is not None:
         parts.append(format_output(structured))
@@ -118,8 +120,9 @@ class McpLink:
         if isinstance(server, MCPServerStdio):
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
+            env = dict(server.env) if server.env is not None else None
             parameters = StdioServerParameters(
-                command=server.command, args=list(server.args), env=server.env, cwd=server.cwd
+                command=server.command, args=list(server.args), env=env, cwd=server.cwd
             )
             return stdio_client(parameters)
         assert isinstance(server, MCPServerHTTP)
@@ -227,9 +230,11 @@ async def _http_with_headers(url: str, headers: dict[str, str]) -> Any:
     import httpx2  # the SDK's HTTP client
     from mcp.client.streamable_http import streamable_http_client
 
-    async with httpx2.AsyncClient(headers=headers) as client:
-        async with streamable_http_client(url, http_client=client) as streams:
-            yield streams
+    async with (
+        httpx2.AsyncClient(headers=headers) as client,
+        streamable_http_client(url, http_client=client) as streams,
+    ):
+        yield streams
 
 
 class LocalMcp:
@@ -246,8 +251,11 @@ class LocalMcp:
         self._lost: set[int] = set()
 
     def _failed(self, kind: str, exc: BaseException) -> None:
-        self._emit(ev.ErrorEvent(message=f"local MCP ({kind}) failed: {exc!r}", source="tool",
-                                 exception=exc))
+        self._emit(
+            ev.ErrorEvent(
+                message=f"local MCP ({kind}) failed: {exc!r}", source="tool", exception=exc
+            )
+        )
 
     async def connect(self, agent: RealtimeAgent | None) -> None:
         """Connect the servers ``agent`` names that are not connected yet; one that cannot be
@@ -276,8 +284,7 @@ class LocalMcp:
             self._lost.add(id(link.server))
             self._emit(
                 ev.ErrorEvent(
-                    message=f"the MCP server {link.server.name!r} stopped: its tools are "
-                    "withdrawn",
+                    message=f"the MCP server {link.server.name!r} stopped: its tools are withdrawn",
                     source="tool",
                     code="mcp_server_lost",
                 )
@@ -297,8 +304,7 @@ class LocalMcp:
         links = [
             link
             for server in agent.mcp_servers
-            if (link := self._links.get(id(server))) is not None
-            and id(server) not in self._lost
+            if (link := self._links.get(id(server))) is not None and id(server) not in self._lost
         ]
 
         def named(taken: frozenset[str]) -> Sequence[FunctionTool]:
