@@ -20,7 +20,7 @@ from tests.asyncio.agent_helpers import (
     server_tools,
     settle,
 )
-from tests.asyncio.helpers import run, until
+from tests.asyncio.helpers import run, serving, speech_pcm, until
 from tests.children import ROOT, child_env
 from voxwire.agents import (
     GuardrailResult,
@@ -31,6 +31,7 @@ from voxwire.agents import (
     function_tool,
     tool_input_guardrail,
 )
+from voxwire.asyncio import RealtimeSession
 from voxwire.asyncio.events import ErrorEvent, ToolApprovalRequestedEvent, ToolEndEvent
 from voxwire.asyncio.events.guardrail import ToolGuardrailTrippedEvent
 from voxwire.server import Scenario
@@ -287,3 +288,30 @@ def test_no_server_process_is_left_after_close() -> None:
 
     run(body())
     assert children() - before == set()
+
+
+def test_a_barge_in_cancels_a_slow_mcp_call() -> None:
+    agent = RealtimeAgent(name="agent", mcp_servers=[stdio_server()])
+    vad = {
+        "output_modalities": ["text"],
+        "audio": {"input": {"turn_detection": {"type": "server_vad"}}},
+    }
+
+    async def body() -> None:
+        async with (
+            serving(scenario=SCENARIO_ALL) as server,
+            RealtimeSession(agent, url=server.url(), config=vad) as session,
+        ):
+            await session.send_message("slow")
+            await until(session, "tool_start")
+            # The user speaks while the call waits 60 s: server VAD's speech_started cancels it.
+            await session.send_audio(speech_pcm("Never mind, forget it."))
+            end = (await until(session, "tool_end"))[-1]
+            assert isinstance(end, ToolEndEvent)
+            assert (
+                end.output
+                == "The call was cancelled: the user started speaking before it finished."
+            )
+            assert end.error is None
+
+    run(body(), timeout_s=40)
