@@ -106,10 +106,8 @@ def free_port() -> int:
         return port
 
 
-@contextlib.asynccontextmanager
-async def http_server() -> AsyncIterator[str]:
-    """The test MCP server over streamable HTTP in a child process; its URL."""
-    port = free_port()
+async def start_http(port: int) -> asyncio.subprocess.Process:
+    """The test MCP server over streamable HTTP on ``port``, in a child process, accepting."""
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -121,14 +119,25 @@ async def http_server() -> AsyncIterator[str]:
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )
+    for _ in range(400):
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.05)
+            continue
+        writer.close()
+        return child
+    child.kill()
+    await child.wait()
+    raise AssertionError("the MCP server never accepted connections")
+
+
+@contextlib.asynccontextmanager
+async def http_server() -> AsyncIterator[str]:
+    """The test MCP server over streamable HTTP in a child process; its URL."""
+    port = free_port()
+    child = await start_http(port)
     try:
-        for _ in range(400):
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                break
-            except OSError:
-                await asyncio.sleep(0.05)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         child.terminate()
@@ -315,3 +324,26 @@ def test_a_barge_in_cancels_a_slow_mcp_call() -> None:
             assert end.error is None
 
     run(body(), timeout_s=40)
+
+
+def test_an_http_server_that_restarted_is_connected_again() -> None:
+    async def body() -> None:
+        port = free_port()
+        child = await start_http(port)
+        server = MCPServerHTTP(name="remote", url=f"http://127.0.0.1:{port}/mcp")
+        agent = RealtimeAgent(name="agent", mcp_servers=[server])
+        try:
+            async with agent_session(agent, SCENARIO, wait_for_session_updated=True) as session:
+                await ask(session, "what is the weather")
+                assert last_assistant_text(session) == "Tool said: Sunny in Paris"
+                child.terminate()
+                await child.wait()
+                child = await start_http(port)  # a new server: it knows no session
+                events = await ask(session, "what is the weather now")
+                assert last_assistant_text(session) == "Tool said: Sunny in Paris"
+                assert not of_type(events, ErrorEvent)
+        finally:
+            child.terminate()
+            await child.wait()
+
+    run(body(), timeout_s=60)

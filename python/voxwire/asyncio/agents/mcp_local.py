@@ -170,9 +170,24 @@ class McpLink:
         )
 
     async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> str:
-        """Run the server's tool ``name``; raises :class:`McpToolError` for an error result."""
-        if not self.alive and isinstance(self.server, MCPServerHTTP):
+        """Run the server's tool ``name``; raises :class:`McpToolError` for an error result.
+
+        An HTTP server that no longer knows the session (it restarted: ``Session not found``,
+        the call never reached a tool) is connected again and the call sent once more; one
+        whose connection closed during the call is not (the tool may have run): the call
+        fails and the next one connects again."""
+        http = isinstance(self.server, MCPServerHTTP)
+        if not self.alive and http:
             await self._reconnect()
+        try:
+            return await self._call(name, arguments, call_id)
+        except Exception as exc:
+            if not (http and _unknown_session(exc)):
+                raise
+        await self._reconnect()
+        return await self._call(name, arguments, call_id)
+
+    async def _call(self, name: str, arguments: dict[str, Any], call_id: str) -> str:
         if self._session is None:
             raise McpToolError(f"the MCP server {self.server.name!r} is not connected")
         task = asyncio.ensure_future(self._session.call_tool(name, arguments))
@@ -184,7 +199,7 @@ class McpLink:
                 raise
             return BARGE_IN_NOTE
         except Exception as exc:
-            if getattr(getattr(exc, "error", None), "code", None) == -32000:
+            if _code(exc) == -32000:
                 self._lost(exc)  # CONNECTION_CLOSED: the server is gone
             raise
         finally:
@@ -223,6 +238,16 @@ class McpLink:
         if self._task is not None:
             await asyncio.wait([self._task])
         self._task = None
+
+
+def _code(exc: BaseException) -> object:
+    return getattr(getattr(exc, "error", None), "code", None)
+
+
+def _unknown_session(exc: BaseException) -> bool:
+    """The HTTP server answered that it does not know the session (MCP: a new session must be
+    started)."""
+    return _code(exc) == -32600 and "session not found" in str(exc).lower()
 
 
 @contextlib.asynccontextmanager
