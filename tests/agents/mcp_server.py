@@ -2,7 +2,8 @@
 
 ``python -m tests.agents.mcp_server`` serves over stdio; ``... http PORT`` over streamable
 HTTP on 127.0.0.1. Every call of a tool appends its name to the file ``VOXWIRE_MCP_RUNS``
-names (when set), so a test can count runs across processes.
+names (when set), so a test can count runs across processes; ``gated`` waits for the file
+``VOXWIRE_MCP_GATE`` names.
 """
 
 from __future__ import annotations
@@ -50,6 +51,16 @@ async def slow(seconds: float) -> str:
     _ran("slow")
     await asyncio.sleep(seconds)
     return "slow done"
+
+
+@app.tool()
+async def gated() -> str:
+    """Waits until the file ``VOXWIRE_MCP_GATE`` names exists, then answers."""
+    _ran("gated")
+    gate = os.environ.get("VOXWIRE_MCP_GATE", "")
+    while not os.path.exists(gate):  # noqa: ASYNC110 - the test process makes it
+        await asyncio.sleep(0.01)
+    return "opened"
 
 
 @app.tool()
