@@ -30,7 +30,7 @@ async def until_stored(store: ConversationStore, condition: object) -> None:
 
 async def until_file(path: Path) -> None:
     for _ in range(2000):
-        if path.exists():
+        if path.exists():  # noqa: ASYNC240 - another process makes it
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"{path} never appeared")
