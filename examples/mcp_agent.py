@@ -6,7 +6,7 @@ with the local server and this example's scenario (text answers)::
     python examples/mcp_agent.py "Is the blue kettle in stock?"
 
     voxwire serve --scenario examples/scenarios/mcp_agent.json --no-audio &
-    python examples/mcp_agent.py --url ws://127.0.0.1:8765/v1/realtime "Is the blue kettle in stock?"
+    python examples/mcp_agent.py --url ws://127.0.0.1:8765/v1/realtime "Is it in stock?"
 
 What it shows: ``RealtimeAgent(mcp_servers=[MCPServerStdio(...)])`` — the session starts the
 server as a process, lists its tools and offers them to the model as function tools; a call
