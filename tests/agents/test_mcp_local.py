@@ -347,3 +347,27 @@ def test_an_http_server_that_restarted_is_connected_again() -> None:
             await child.wait()
 
     run(body(), timeout_s=60)
+
+
+def test_a_slow_call_times_out_with_the_servers_timeout_and_is_traced() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    agent = RealtimeAgent(name="agent", mcp_servers=[stdio_server(timeout_s=0.5)])
+
+    async def body() -> None:
+        async with agent_session(agent, SCENARIO_ALL, tracer_provider=provider) as session:
+            events = await ask(session, "slow")
+            assert last_assistant_text(session) == (
+                "Tool said: The tool slow timed out after 0.5 seconds."
+            )
+            (end,) = of_type(events, ToolEndEvent)
+            assert end.error is not None
+
+    run(body())
+    spans = [s for s in exporter.get_finished_spans() if s.name == "voxwire.realtime.tool"]
+    assert [(s.attributes or {}).get("voxwire.tool.name") for s in spans] == ["slow"]
