@@ -20,7 +20,7 @@ from tests.asyncio.agent_helpers import (
     server_tools,
     settle,
 )
-from tests.asyncio.helpers import run, serving, speech_pcm, until
+from tests.asyncio.helpers import poll, run, serving, speech_pcm, until
 from tests.children import ROOT, child_env
 from voxwire.agents import (
     GuardrailResult,
@@ -31,7 +31,7 @@ from voxwire.agents import (
     function_tool,
     tool_input_guardrail,
 )
-from voxwire.asyncio import RealtimeSession
+from voxwire.asyncio import McpConnection, RealtimeSession
 from voxwire.asyncio.events import ErrorEvent, ToolApprovalRequestedEvent, ToolEndEvent
 from voxwire.asyncio.events.guardrail import ToolGuardrailTrippedEvent
 from voxwire.server import Scenario
@@ -263,7 +263,7 @@ def test_a_stdio_server_killed_mid_call_is_reported_and_its_tools_withdrawn() ->
         async with agent_session(agent, SCENARIO_ALL, wait_for_session_updated=True) as session:
             assert "die" in server_tools(session)
             events = await ask(session, "die")
-            events += await until(session, lambda e: not server_tools(session))
+            await poll(lambda: not server_tools(session))
             lost = [e for e in of_type(events, ErrorEvent) if e.code == "mcp_server_lost"]
             assert len(lost) == 1
             assert "'test'" in lost[0].message
@@ -281,7 +281,8 @@ def test_tools_list_changed_updates_the_session() -> None:
         async with agent_session(agent, SCENARIO_ALL, wait_for_session_updated=True) as session:
             assert "fresh" not in server_tools(session)
             await ask(session, "grow")
-            await until(session, lambda e: "fresh" in server_tools(session))
+            # The refresh's session.update is acknowledged with no session event: poll.
+            await poll(lambda: "fresh" in server_tools(session))
 
     run(body())
 
@@ -371,3 +372,30 @@ def test_a_slow_call_times_out_with_the_servers_timeout_and_is_traced() -> None:
     run(body())
     spans = [s for s in exporter.get_finished_spans() if s.name == "voxwire.realtime.tool"]
     assert [(s.attributes or {}).get("voxwire.tool.name") for s in spans] == ["slow"]
+
+
+def test_a_connection_the_application_opened_is_shared_by_sessions_and_left_open() -> None:
+    server = stdio_server()
+    agent = RealtimeAgent(name="agent", mcp_servers=[server])
+    before = children()
+
+    async def body() -> None:
+        async with McpConnection(server) as connection:
+            (process,) = children() - before
+            for _ in range(2):  # one session after the other, then two at once
+                async with agent_session(
+                    agent, SCENARIO, wait_for_session_updated=True, mcp_connections=[connection]
+                ) as session:
+                    await ask(session, "what is the weather")
+                    assert last_assistant_text(session) == "Tool said: Sunny in Paris"
+                assert children() - before == {process}  # still running, the same process
+            async with (
+                agent_session(agent, SCENARIO, mcp_connections=[connection]) as first,
+                agent_session(agent, SCENARIO, mcp_connections=[connection]) as second,
+            ):
+                await asyncio.gather(ask(first, "weather?"), ask(second, "the weather!"))
+                assert last_assistant_text(first) == last_assistant_text(second)
+            assert children() - before == {process}
+
+    run(body(), timeout_s=60)
+    assert children() - before == set()

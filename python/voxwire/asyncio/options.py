@@ -20,6 +20,7 @@ from voxwire.agents.guardrail import DEFAULT_DEBOUNCE_CHARS, default_feedback
 from voxwire.agents.input_guardrail import DEFAULT_REFUSAL
 from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio.agents.input_guardrails import Refusal
+from voxwire.asyncio.agents.mcp_local import McpConnection
 from voxwire.asyncio.agents.tools import DEFAULT_REJECTION_MESSAGE
 from voxwire.asyncio.audio.microphone import AudioSource, check_source
 from voxwire.asyncio.audio.playback import AudioOutputTarget, attached_output
@@ -99,6 +100,7 @@ class SessionOptions:
     input_guardrail_refusal: Refusal = DEFAULT_REFUSAL
     mcp_follow_up: bool = True
     call_control: CallControl | None = None
+    mcp_connections: Sequence[McpConnection] = ()
 
     # Derived, checked values (set in __post_init__).
     primary_url: str = field(init=False)
@@ -125,6 +127,11 @@ class SessionOptions:
                 f"renewal={self.renewal!r} is invalid: expected a RenewalPolicy or None"
             )
         self._check_store()
+        if not all(isinstance(c, McpConnection) for c in self.mcp_connections):
+            raise ConfigurationError(
+                f"mcp_connections={self.mcp_connections!r} is invalid: expected McpConnection "
+                "objects (voxwire.asyncio.McpConnection)"
+            )
         feedback = self.guardrail_feedback
         if not (isinstance(feedback, str) or callable(feedback)):
             raise ConfigurationError(

@@ -45,6 +45,7 @@ from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio import hosts
 from voxwire.asyncio.agents.guardrails import GuardrailRunner
 from voxwire.asyncio.agents.input_guardrails import InputGuardrailRunner, Refusal
+from voxwire.asyncio.agents.mcp_local import McpConnection
 from voxwire.asyncio.agents.switching import AgentSwitcher, UpdateWaiters
 from voxwire.asyncio.agents.tools import DEFAULT_REJECTION_MESSAGE, ToolRunner
 from voxwire.asyncio.audio.interruption import Interrupter
@@ -144,7 +145,8 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
     application's object, handed to tools in their ``ToolContext``; ``tool_error_formatter``:
     the model's text for rejected, blocked, timed-out and failed calls; input guardrails refuse
     with ``input_guardrail_refusal`` (text said, ``None``: silent). ``mcp_follow_up``: ask for
-    the next response after hosted MCP calls (asyncio/agents/mcp.py).
+    the next response after hosted MCP calls (asyncio/agents/mcp.py); ``mcp_connections``:
+    local MCP servers the application connected, shared (asyncio/agents/mcp_local.py).
 
     ``reconnect`` (:class:`~voxwire.asyncio.ReconnectPolicy`) resumes after a lost connection;
     ``renewal`` (:class:`~voxwire.asyncio.RenewalPolicy`) renews before the server's maximum
@@ -207,6 +209,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         input_guardrail_refusal: Refusal = DEFAULT_REFUSAL,
         mcp_follow_up: bool = True,
         call_control: CallControl | None = None,
+        mcp_connections: Sequence[McpConnection] = (),
     ) -> None:
         # Every argument goes to SessionOptions, which checks them (asyncio/options.py);
         # nothing is opened, read or started here.

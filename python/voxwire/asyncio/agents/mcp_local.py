@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 import voxwire.asyncio.events as ev
@@ -30,7 +30,14 @@ from voxwire.agents.tool import FunctionTool, format_output
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.protocol import server_events as se
 
-__all__ = ["LocalMcp", "McpLink", "McpToolError", "result_text", "tool_schema"]
+__all__ = [
+    "LocalMcp",
+    "McpConnection",
+    "McpLink",
+    "McpToolError",
+    "result_text",
+    "tool_schema",
+]
 
 log = logging.getLogger("voxwire.mcp")
 
@@ -209,10 +216,12 @@ class McpLink:
             raise McpToolError(text or "the tool failed")
         return text
 
-    def cancel_calls(self) -> None:
-        """The user started speaking: the calls in flight end with :data:`BARGE_IN_NOTE`."""
-        for task in self._calls.values():
-            task.cancel()
+    def cancel_calls(self, call_ids: Collection[str]) -> None:
+        """The user started speaking: these calls in flight end with :data:`BARGE_IN_NOTE`."""
+        for call_id in call_ids:
+            task = self._calls.get(call_id)
+            if task is not None:
+                task.cancel()
 
     def _lost(self, exc: BaseException) -> None:
         self.alive = False
@@ -262,18 +271,69 @@ async def _http_with_headers(url: str, headers: dict[str, str]) -> Any:
         yield streams
 
 
+class McpConnection:
+    """A local MCP server connected by the application, for sessions to share
+    (``RealtimeSession(mcp_connections=[...])``): ``async with McpConnection(server) as
+    connection:`` connects it; a session whose agent names ``server`` (the same declaration)
+    uses this connection instead of its own and leaves it open when it closes. Each session
+    sees the server's tool changes and faults; a barge-in cancels only that session's calls."""
+
+    def __init__(self, server: MCPServer) -> None:
+        if not isinstance(server, MCPServer):
+            raise TypeError(
+                f"McpConnection({server!r}): expected an MCPServerStdio or MCPServerHTTP"
+            )
+        self.server = server
+        self._tasks = OwnedTasks(self._failed)
+        self._listeners: list[Callable[[McpLink], None]] = []
+        self.link = McpLink(server, self._tasks, self._changed)
+
+    def _failed(self, kind: str, exc: BaseException) -> None:
+        log.warning("MCP server %s: %s failed: %r", self.server.name, kind, exc)
+
+    def _changed(self, link: McpLink) -> None:
+        for listener in list(self._listeners):
+            listener(link)
+
+    def listen(self, listener: Callable[[McpLink], None]) -> None:
+        self._listeners.append(listener)
+
+    def forget(self, listener: Callable[[McpLink], None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
+
+    async def __aenter__(self) -> McpConnection:
+        await self.link.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Disconnect (a stdio server's process is stopped). Idempotent."""
+        await self.link.close()
+        await self._tasks.aclose()
+
+
 class LocalMcp:
     """The session's local MCP servers (see the module docstring). ``emit`` reports faults;
-    ``changed`` is told that the active agent's tools must be sent again."""
+    ``changed`` is told that the active agent's tools must be sent again; ``shared``: the
+    application's connections, used for their servers and never closed here."""
 
     def __init__(
-        self, emit: Callable[[ev.SessionEvent], None], changed: Callable[[], Awaitable[None]]
+        self,
+        emit: Callable[[ev.SessionEvent], None],
+        changed: Callable[[], Awaitable[None]],
+        shared: Sequence[McpConnection] = (),
     ) -> None:
         self._emit = emit
         self._changed = changed
         self._links: dict[int, McpLink] = {}
         self._tasks = OwnedTasks(self._failed)
         self._lost: set[int] = set()
+        self._shared = {id(connection.server): connection for connection in shared}
+        self._calls: set[str] = set()
+        """The call ids of this session's calls in flight (a barge-in cancels only these)."""
 
     def _failed(self, kind: str, exc: BaseException) -> None:
         self._emit(
@@ -287,6 +347,11 @@ class LocalMcp:
         connected is reported (``error``) and offers no tools."""
         for server in agent.mcp_servers if agent is not None else ():
             if id(server) in self._links:
+                continue
+            connection = self._shared.get(id(server))
+            if connection is not None:
+                connection.listen(self._link_changed)
+                self._links[id(server)] = connection.link
                 continue
             link = McpLink(server, self._tasks, self._link_changed)
             self._links[id(server)] = link
@@ -336,7 +401,7 @@ class LocalMcp:
             listings = [(link.server.name, [t.name for t in link.tools]) for link in links]
             names = exposed_names(taken, listings)
             return [
-                _function_tool(link, tool, names[(link.server.name, tool.name)])
+                _function_tool(link, tool, names[(link.server.name, tool.name)], self._calls)
                 for link in links
                 for tool in link.tools
                 if (link.server.name, tool.name) in names
@@ -348,19 +413,28 @@ class LocalMcp:
         if isinstance(event, se.InputAudioBufferSpeechStarted):
             for link in self._links.values():
                 if link.server.cancel_on_barge_in:
-                    link.cancel_calls()
+                    link.cancel_calls(self._calls)
 
     async def aclose(self) -> None:
-        for link in self._links.values():
-            await link.close()
+        for key, link in self._links.items():
+            connection = self._shared.get(key)
+            if connection is not None:
+                connection.forget(self._link_changed)
+            else:
+                await link.close()
         await self._tasks.aclose()
 
 
-def _function_tool(link: McpLink, tool: Any, name: str) -> FunctionTool:
+def _function_tool(link: McpLink, tool: Any, name: str, calls: set[str]) -> FunctionTool:
     server, mcp_name = link.server, tool.name
 
     async def call(context: ToolContext[Any], **arguments: Any) -> str:
-        return await link.call(mcp_name, arguments, context.call.call_id)
+        call_id = context.call.call_id
+        calls.add(call_id)
+        try:
+            return await link.call(mcp_name, arguments, call_id)
+        finally:
+            calls.discard(call_id)
 
     description = tool.description if isinstance(tool.description, str) else None
     return FunctionTool(

@@ -32,7 +32,7 @@ from voxwire.agents.agent import (
     resolve_agent,
 )
 from voxwire.agents.input_guardrail import ResponseHold, holds
-from voxwire.asyncio.agents.mcp_local import LocalMcp
+from voxwire.asyncio.agents.mcp_local import LocalMcp, McpConnection
 from voxwire.asyncio.observability.tracing import TracingSetting
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
@@ -120,6 +120,10 @@ class SwitchOptions(Protocol):
     def feedback_for(self, guardrails: Sequence[str]) -> str: ...
 
     @property
+    def mcp_connections(self) -> Sequence[McpConnection]:
+        """The application's connected MCP servers, shared with other sessions."""
+
+    @property
     def false_interruption(self) -> object | None:
         """Set: the session decides which spoken turns are answered (asyncio/audio/recovery.py)."""
 
@@ -141,7 +145,7 @@ class AgentSwitcher:
         self._lock: asyncio.Lock | None = None
         self.hold = ResponseHold(options.base_config)
         """``create_response`` held off on the wire while the agent has input guardrails."""
-        self.mcp = LocalMcp(host.emit, self.refresh_tools)
+        self.mcp = LocalMcp(host.emit, self.refresh_tools, options.mcp_connections)
         """The agents' local MCP servers (asyncio/agents/mcp_local.py)."""
 
     def active(self) -> ResolvedAgent | None:
