@@ -39,6 +39,7 @@ import voxwire.asyncio.events as ev
 from voxwire.agents.agent import RealtimeAgent, ResolvedAgent
 from voxwire.agents.input_guardrail import DEFAULT_REFUSAL
 from voxwire.agents.tool_guardrail import ToolErrorFormatter
+from voxwire.asyncio.agents.mcp_local import LocalMcp
 from voxwire.asyncio.agents.tool_execution import Approvals, CallExecutor
 from voxwire.asyncio.audio.microphone import AudioSource
 from voxwire.asyncio.audio.playback import HasAudioOutput
@@ -141,6 +142,7 @@ class LiveSession(LiveSideband, LiveHandling):
         self._client: ClientWork | None = None
         self._history: list[LiveHistoryItem] = []
         self._recording = LiveRecording(store, conversation_id, self.emit)
+        self._mcp = LocalMcp(self.emit, _nothing)  # local MCP servers: tools fixed at start
         self._resume_id: str | None = None  # LiveSession.resume: the stored conversation
         self._restored = 0  # history items restored from it
         self._playback = LivePlayback(
@@ -405,3 +407,7 @@ def _check_options(
 def _droppable(event: LiveEvent) -> bool:
     """Superseded by what follows: audio (it went to no output) and usage figures."""
     return isinstance(event, LiveAudioEvent | LiveUsageEvent)
+
+
+async def _nothing() -> None:
+    """A Live session's tools are fixed while it runs (see ``LiveSession._mcp``)."""
