@@ -12,6 +12,8 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+
 from tests.asyncio.agent_helpers import (
     agent_session,
     ask,
@@ -35,6 +37,7 @@ from voxwire.asyncio import McpConnection, RealtimeSession
 from voxwire.asyncio.events import ErrorEvent, ToolApprovalRequestedEvent, ToolEndEvent
 from voxwire.asyncio.events.guardrail import ToolGuardrailTrippedEvent
 from voxwire.server import Scenario
+from voxwire.server.engines.transcribe import WhisperTranscriber
 
 SCENARIO = Scenario.from_mapping(
     {
@@ -399,3 +402,44 @@ def test_a_connection_the_application_opened_is_shared_by_sessions_and_left_open
 
     run(body(), timeout_s=60)
     assert children() - before == set()
+
+
+@pytest.mark.skipif(
+    not WhisperTranscriber.installed(), reason="needs the transcribe extra (faster-whisper)"
+)
+def test_a_spoken_turn_calls_a_stdio_and_an_http_tool() -> None:
+    spoken = {
+        "output_modalities": ["text"],
+        "audio": {
+            "input": {
+                "turn_detection": {"type": "server_vad"},
+                "transcription": {"model": "whisper-1"},
+            }
+        },
+    }
+
+    async def body() -> None:
+        async with http_server() as url:
+            remote = MCPServerHTTP(name="remote", url=url)
+            agent = RealtimeAgent(name="agent", mcp_servers=[stdio_server("local"), remote])
+            async with (
+                serving(scenario=SCENARIO_ALL) as server,
+                RealtimeSession(agent, url=server.url(), config=spoken) as session,
+            ):
+                await session.send_audio(speech_pcm("What is the weather in both cities?"))
+                await session.send_audio(bytes(24_000 * 2))  # silence: the turn ends
+                ended: list[ToolEndEvent] = []
+
+                def both_ended(event: object) -> bool:
+                    if isinstance(event, ToolEndEvent):
+                        ended.append(event)
+                    return len(ended) == 2
+
+                events = await until(session, both_ended, timeout_s=60)
+                ends = {e.name: e.output for e in of_type(events, ToolEndEvent)}
+                assert ends == {
+                    "local__weather": "Sunny in Paris",
+                    "remote__weather": "Sunny in Rome",
+                }
+
+    run(body(), timeout_s=90)
