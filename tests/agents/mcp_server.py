@@ -39,6 +39,13 @@ def add(a: int, b: int) -> int:
 
 
 @app.tool()
+def note(context: str) -> str:
+    """Takes an argument named like the tool context."""
+    _ran("note")
+    return f"noted: {context}"
+
+
+@app.tool()
 def fail() -> str:
     """Always fails."""
     _ran("fail")

@@ -88,6 +88,8 @@ SCENARIO_ALL = Scenario.from_mapping(
             {"after_tool": "local__weather", "say": "Tool said: {output}"},
             {"match": "add", "call": {"name": "add", "arguments": {"a": 2, "b": 3}}},
             {"after_tool": "add", "say": "Tool said: {output}"},
+            {"match": "note", "call": {"name": "note", "arguments": {"context": "kitchen"}}},
+            {"after_tool": "note", "say": "Tool said: {output}"},
             {"match": "fail", "call": {"name": "fail", "arguments": {}}},
             {"after_tool": "fail", "say": "Tool said: {output}"},
             {"match": "die", "call": {"name": "die", "arguments": {}}},
@@ -241,6 +243,17 @@ def test_a_tool_input_guardrail_trips_before_the_server_is_called(tmp_path: Path
 
     run(body())
     assert not runs.exists()
+
+
+def test_an_argument_named_context_reaches_the_server() -> None:
+    agent = RealtimeAgent(name="agent", mcp_servers=[stdio_server()])
+
+    async def body() -> None:
+        async with agent_session(agent, SCENARIO_ALL, wait_for_session_updated=True) as session:
+            await ask(session, "note")
+            assert last_assistant_text(session) == "Tool said: noted: kitchen"
+
+    run(body())
 
 
 def test_an_error_result_is_an_error_output_and_the_session_goes_on() -> None:

@@ -43,6 +43,8 @@ log = logging.getLogger("voxwire.mcp")
 
 #: The most text of one result the model gets (the rest is cut, and said so).
 MAX_OUTPUT_CHARS = 100_000
+#: The most pages of a tool listing read (a server paging forever is not followed).
+MAX_PAGES = 20
 BARGE_IN_NOTE = "The call was cancelled: the user started speaking before it finished."
 
 
@@ -112,6 +114,7 @@ class McpLink:
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._calls: dict[str, asyncio.Task[Any]] = {}
+        self._barged: set[str] = set()
 
     async def open(self) -> None:
         """Connect, initialize, list the tools; raises what the connection raised."""
@@ -168,11 +171,23 @@ class McpLink:
             self._changed(self)
 
     async def list_tools(self) -> None:
-        listed = await self._session.list_tools()
-        tools = getattr(listed, "tools", None)
+        """List the server's tools, every page (at most :data:`MAX_PAGES`), keeping the
+        offered ones with a name."""
+        from mcp.types import PaginatedRequestParams
+
+        found: list[Any] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            params = PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+            listed = await self._session.list_tools(params=params)
+            tools = getattr(listed, "tools", None)
+            found += tools if isinstance(tools, list) else []
+            cursor = getattr(listed, "next_cursor", None)
+            if not isinstance(cursor, str) or not cursor:
+                break
         self.tools = tuple(
             tool
-            for tool in (tools if isinstance(tools, list) else ())
+            for tool in found
             if isinstance(getattr(tool, "name", None), str) and self.server.offers(tool.name)
         )
 
@@ -202,7 +217,10 @@ class McpLink:
         try:
             result = await task
         except asyncio.CancelledError:
-            if asyncio.current_task().cancelling():  # type: ignore[union-attr]
+            # Only a barge-in's cancel becomes the note; the task's own (close, the tool's
+            # timeout) goes on (Task.cancelling: Python 3.11+).
+            cancelling = getattr(asyncio.current_task(), "cancelling", None)
+            if call_id not in self._barged or (cancelling is not None and cancelling()):
                 raise
             return BARGE_IN_NOTE
         except Exception as exc:
@@ -211,6 +229,7 @@ class McpLink:
             raise
         finally:
             self._calls.pop(call_id, None)
+            self._barged.discard(call_id)
         text, failed = result_text(result)
         if failed:
             raise McpToolError(text or "the tool failed")
@@ -221,6 +240,7 @@ class McpLink:
         for call_id in call_ids:
             task = self._calls.get(call_id)
             if task is not None:
+                self._barged.add(call_id)
                 task.cancel()
 
     def _lost(self, exc: BaseException) -> None:
@@ -428,7 +448,8 @@ class LocalMcp:
 def _function_tool(link: McpLink, tool: Any, name: str, calls: set[str]) -> FunctionTool:
     server, mcp_name = link.server, tool.name
 
-    async def call(context: ToolContext[Any], **arguments: Any) -> str:
+    # Positional-only: a tool may well have an argument named "context".
+    async def call(context: ToolContext[Any], /, **arguments: Any) -> str:
         call_id = context.call.call_id
         calls.add(call_id)
         try:
