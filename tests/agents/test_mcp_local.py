@@ -36,6 +36,7 @@ from voxwire.agents import (
 from voxwire.asyncio import McpConnection, RealtimeSession
 from voxwire.asyncio.events import ErrorEvent, ToolApprovalRequestedEvent, ToolEndEvent
 from voxwire.asyncio.events.guardrail import ToolGuardrailTrippedEvent
+from voxwire.exceptions import ConfigurationError
 from voxwire.server import Scenario
 from voxwire.server.engines.transcribe import WhisperTranscriber
 
@@ -456,3 +457,21 @@ def test_a_spoken_turn_calls_a_stdio_and_an_http_tool() -> None:
                 }
 
     run(body(), timeout_s=90)
+
+
+def test_a_server_that_cannot_start_is_reported_and_the_session_starts() -> None:
+    broken = MCPServerStdio(name="broken", command=str(ROOT / "no-such-server"))
+    agent = RealtimeAgent(name="agent", mcp_servers=[broken, stdio_server()])
+
+    async def body() -> None:
+        async with agent_session(agent, SCENARIO, wait_for_session_updated=True) as session:
+            assert "weather" in server_tools(session)  # the other server's tools
+            events = await ask(session, "what is the weather")
+            assert last_assistant_text(session) == "Tool said: Sunny in Paris"
+        unavailable = [e for e in of_type(events, ErrorEvent) if e.code == "mcp_server_unavailable"]
+        assert len(unavailable) == 1  # queued while connecting: the first events read
+        assert "'broken'" in unavailable[0].message
+
+    run(body())
+    with pytest.raises(ConfigurationError, match="expected an MCPServerStdio"):
+        McpConnection("python server.py")  # type: ignore[arg-type]

@@ -28,6 +28,7 @@ from voxwire.agents.call import ToolContext
 from voxwire.agents.mcp_local import MCPServer, MCPServerHTTP, MCPServerStdio, exposed_names
 from voxwire.agents.tool import FunctionTool, format_output
 from voxwire.asyncio.supervisor import OwnedTasks
+from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
 
 __all__ = [
@@ -300,8 +301,9 @@ class McpConnection:
 
     def __init__(self, server: MCPServer) -> None:
         if not isinstance(server, MCPServer):
-            raise TypeError(
-                f"McpConnection({server!r}): expected an MCPServerStdio or MCPServerHTTP"
+            raise ConfigurationError(
+                f"McpConnection({server!r}): expected an MCPServerStdio or MCPServerHTTP "
+                "(voxwire.agents)"
             )
         self.server = server
         self._tasks = OwnedTasks(self._failed)
