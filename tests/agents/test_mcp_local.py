@@ -475,3 +475,24 @@ def test_a_server_that_cannot_start_is_reported_and_the_session_starts() -> None
     run(body())
     with pytest.raises(ConfigurationError, match="expected an MCPServerStdio"):
         McpConnection("python server.py")  # type: ignore[arg-type]
+
+
+def test_an_agent_switched_to_brings_its_servers_and_close_stops_them() -> None:
+    plain = RealtimeAgent(name="plain")
+    with_tools = RealtimeAgent(name="with_tools", mcp_servers=[stdio_server()])
+    before = children()
+
+    async def body() -> None:
+        async with agent_session(plain, SCENARIO, wait_for_session_updated=True) as session:
+            assert server_tools(session) == []
+            assert children() - before == set()  # nothing started for an agent without servers
+            await session.update_agent(with_tools)
+            assert "weather" in server_tools(session)
+            await ask(session, "what is the weather")
+            assert last_assistant_text(session) == "Tool said: Sunny in Paris"
+            await session.update_agent(plain)  # its tools go; its server stays connected
+            assert server_tools(session) == []
+            assert len(children() - before) == 1
+
+    run(body())
+    assert children() - before == set()
