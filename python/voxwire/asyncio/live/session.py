@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 from websockets.asyncio.client import ClientConnection
 
 import voxwire.asyncio.events as ev
-from voxwire.agents.agent import RealtimeAgent, ResolvedAgent
+from voxwire.agents.agent import RealtimeAgent, ResolvedAgent, resolve_agent
 from voxwire.agents.input_guardrail import DEFAULT_REFUSAL
 from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio.agents.mcp_local import LocalMcp
@@ -193,7 +193,12 @@ class LiveSession(LiveSideband, LiveHandling):
             context=self._context,
         )
         self._responses = ResponsesWork(self, resolved, executor)
-        self._responses.handoffs = LiveHandoffs(self, resolved.agent.voice)
+        self._responses.handoffs = LiveHandoffs(self, resolved.agent.voice, self._resolve)
+
+    async def _resolve(self, agent: RealtimeAgent) -> ResolvedAgent:
+        """``agent`` resolved with its local MCP servers' tools (connected first)."""
+        await self._mcp.connect(agent)
+        return await resolve_agent(agent, self._mcp.tools(agent))
 
     def _on_session_updated(self, event: se.SessionUpdated) -> None:
         self.replies.settle(event.client_event_id, event)
