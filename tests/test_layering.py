@@ -79,9 +79,18 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.store",
         },
         # opentelemetry: optional client spans (asyncio/observability/tracing.py imports it when
-        # installed). mcp, httpx2: the official MCP SDK and its HTTP client, the local MCP
-        # servers' client (asyncio/agents/mcp_local.py, the mcp extra; imported when used).
-        "third_party": {"websockets", "numpy", "msgspec", "opentelemetry", "mcp", "httpx2"},
+        # installed). mcp, httpx2, anyio: the official MCP SDK, its HTTP client and its streams,
+        # the local MCP servers' client (asyncio/agents/mcp_local.py, the mcp extra; imported
+        # when used).
+        "third_party": {
+            "websockets",
+            "numpy",
+            "msgspec",
+            "opentelemetry",
+            "mcp",
+            "httpx2",
+            "anyio",
+        },
         "no_stdlib": set(),
     },
     "store": {

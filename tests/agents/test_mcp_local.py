@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -496,3 +497,20 @@ def test_an_agent_switched_to_brings_its_servers_and_close_stops_them() -> None:
 
     run(body())
     assert children() - before == set()
+
+
+def test_a_stdio_server_that_dies_between_calls_is_noticed_at_once() -> None:
+    agent = RealtimeAgent(name="agent", mcp_servers=[stdio_server()])
+    before = children()
+
+    async def body() -> None:
+        async with agent_session(agent, SCENARIO, wait_for_session_updated=True) as session:
+            (process,) = children() - before
+            os.kill(process, signal.SIGKILL)  # no call runs
+            lost = await until(session, lambda e: getattr(e, "code", None) == "mcp_server_lost")
+            assert isinstance(lost[-1], ErrorEvent)
+            await poll(lambda: not server_tools(session))
+            await ask(session, "still there?")
+            assert last_assistant_text(session) == "You said: still there?"
+
+    run(body())

@@ -145,10 +145,15 @@ class McpLink:
 
     async def _hold(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
         mcp = _sdk()
+        import anyio  # the SDK's (its streams)
+
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
-                session = mcp.ClientSession(read, write, message_handler=self._message)
+                inner, outer = anyio.create_memory_object_stream[Any](0)
+                watch = asyncio.ensure_future(self._watch(read, inner, stop))
+                stack.callback(watch.cancel)
+                session = mcp.ClientSession(outer, write, message_handler=self._message)
                 await stack.enter_async_context(session)
                 await session.initialize()
                 self._session = session
@@ -164,6 +169,15 @@ class McpLink:
         finally:
             self.alive = False
             self._session = None
+
+    async def _watch(self, read: Any, forward: Any, stop: asyncio.Event) -> None:
+        """Pass the server's messages on; their end while the link is open means the server
+        went away (a stdio process died, an HTTP stream closed), even with no call running."""
+        async with forward:
+            async for message in read:
+                await forward.send(message)
+        if not stop.is_set() and self.alive:
+            self._lost(EOFError(f"the MCP server {self.server.name!r} closed its connection"))
 
     async def _message(self, message: object) -> None:
         # Called from the SDK's read loop: listing here would wait for an answer that loop
