@@ -23,7 +23,7 @@ from tests.asyncio.agent_helpers import (
     server_tools,
     settle,
 )
-from tests.asyncio.helpers import poll, run, serving, speech_pcm, until
+from tests.asyncio.helpers import assert_only_current_task, poll, run, serving, speech_pcm, until
 from tests.children import ROOT, child_env
 from voxwire.agents import (
     GuardrailResult,
@@ -512,5 +512,16 @@ def test_a_stdio_server_that_dies_between_calls_is_noticed_at_once() -> None:
             await poll(lambda: not server_tools(session))
             await ask(session, "still there?")
             assert last_assistant_text(session) == "You said: still there?"
+
+    run(body())
+
+
+def test_no_task_is_left_after_close() -> None:
+    agent = RealtimeAgent(name="agent", mcp_servers=[stdio_server()])
+
+    async def body() -> None:
+        async with agent_session(agent, SCENARIO, wait_for_session_updated=True) as session:
+            await ask(session, "what is the weather")
+        assert_only_current_task()
 
     run(body())

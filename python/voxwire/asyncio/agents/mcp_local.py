@@ -152,7 +152,7 @@ class McpLink:
                 read, write = await stack.enter_async_context(self._transport())
                 inner, outer = anyio.create_memory_object_stream[Any](0)
                 watch = asyncio.ensure_future(self._watch(read, inner, stop))
-                stack.callback(watch.cancel)
+                stack.push_async_callback(_cancelled, watch)  # owned: awaited on the way out
                 session = mcp.ClientSession(outer, write, message_handler=self._message)
                 await stack.enter_async_context(session)
                 await session.initialize()
@@ -282,6 +282,11 @@ class McpLink:
         if self._task is not None:
             await asyncio.wait([self._task])
         self._task = None
+
+
+async def _cancelled(task: asyncio.Future[Any]) -> None:
+    task.cancel()
+    await asyncio.wait([task])
 
 
 def _code(exc: BaseException) -> object:
