@@ -46,6 +46,15 @@ def note(context: str) -> str:
 
 
 @app.tool()
+async def steps(ctx: Context) -> str:
+    """Reports its progress twice, then answers."""
+    _ran("steps")
+    await ctx.report_progress(1, 2, "Half way")
+    await ctx.report_progress(2, 2)
+    return "all done"
+
+
+@app.tool()
 def fail() -> str:
     """Always fails."""
     _ran("fail")

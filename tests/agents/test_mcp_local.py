@@ -35,7 +35,12 @@ from voxwire.agents import (
     tool_input_guardrail,
 )
 from voxwire.asyncio import McpConnection, RealtimeSession
-from voxwire.asyncio.events import ErrorEvent, ToolApprovalRequestedEvent, ToolEndEvent
+from voxwire.asyncio.events import (
+    ErrorEvent,
+    ToolApprovalRequestedEvent,
+    ToolEndEvent,
+    ToolProgressEvent,
+)
 from voxwire.asyncio.events.guardrail import ToolGuardrailTrippedEvent
 from voxwire.exceptions import ConfigurationError
 from voxwire.server import Scenario
@@ -92,6 +97,8 @@ SCENARIO_ALL = Scenario.from_mapping(
             {"after_tool": "add", "say": "Tool said: {output}"},
             {"match": "note", "call": {"name": "note", "arguments": {"context": "kitchen"}}},
             {"after_tool": "note", "say": "Tool said: {output}"},
+            {"match": "steps", "call": {"name": "steps", "arguments": {}}},
+            {"after_tool": "steps", "say": "Tool said: {output}"},
             {"match": "fail", "call": {"name": "fail", "arguments": {}}},
             {"after_tool": "fail", "say": "Tool said: {output}"},
             {"match": "die", "call": {"name": "die", "arguments": {}}},
@@ -245,6 +252,19 @@ def test_a_tool_input_guardrail_trips_before_the_server_is_called(tmp_path: Path
 
     run(body())
     assert not runs.exists()
+
+
+def test_the_servers_progress_notifications_are_tool_progress() -> None:
+    agent = RealtimeAgent(name="agent", mcp_servers=[stdio_server()])
+
+    async def body() -> None:
+        async with agent_session(agent, SCENARIO_ALL, wait_for_session_updated=True) as session:
+            events = await ask(session, "steps")
+            updates = [e.output for e in of_type(events, ToolProgressEvent)]
+            assert updates == ["Half way", "progress 2 of 2"]
+            assert last_assistant_text(session) == "Tool said: all done"
+
+    run(body())
 
 
 def test_an_argument_named_context_reaches_the_server() -> None:

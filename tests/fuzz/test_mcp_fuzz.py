@@ -14,15 +14,18 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp.shared.exceptions import MCPError
 
 from tests.agents.test_mcp_local import children
 from tests.children import ROOT, child_env
 from voxwire.agents import MCPServerStdio, RealtimeAgent
 from voxwire.agents.call import ToolCall, ToolContext
 from voxwire.agents.mcp_local import exposed_names
+from voxwire.agents.tool import FunctionTool, ToolProgress
 from voxwire.asyncio.agents.mcp_local import (
     MAX_OUTPUT_CHARS,
     LocalMcp,
+    McpToolError,
     result_text,
     tool_schema,
 )
@@ -63,6 +66,11 @@ LINES = (
 ).map(lambda line: line.replace('"ID"', "{id}"))
 
 
+async def run_tool(tool: FunctionTool, request: ToolCall) -> list[Any]:
+    """What the tool's function yields (progress, then the result), as the executor reads it."""
+    return [value async for value in tool.function(ToolContext(call=request))]
+
+
 async def exercise(listing: str, call: str) -> None:
     server = MCPServerStdio(
         name="junk",
@@ -88,9 +96,11 @@ async def exercise(listing: str, call: str) -> None:
                 call_id="c", name=tool.name, arguments={}, raw_arguments="{}", agent=agent
             )
             try:
-                output = await asyncio.wait_for(tool.function(ToolContext(call=request)), 3)
-            except Exception:  # reported by the tool machinery as an error output
-                continue
+                yielded = await asyncio.wait_for(run_tool(tool, request), 3)
+            except (McpToolError, MCPError, asyncio.TimeoutError):
+                continue  # an error output the tool machinery reports (or its timeout)
+            *updates, output = yielded
+            assert all(isinstance(u, ToolProgress) for u in updates)
             assert isinstance(output, str)
     finally:
         await mcp.aclose()

@@ -19,14 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 import voxwire.asyncio.events as ev
 from voxwire.agents.agent import McpTools, RealtimeAgent
 from voxwire.agents.call import ToolContext
 from voxwire.agents.mcp_local import MCPServer, MCPServerHTTP, MCPServerStdio, exposed_names
-from voxwire.agents.tool import FunctionTool, format_output
+from voxwire.agents.tool import FunctionTool, format_output, progress
 from voxwire.asyncio.supervisor import OwnedTasks
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
@@ -206,8 +206,15 @@ class McpLink:
             if isinstance(getattr(tool, "name", None), str) and self.server.offers(tool.name)
         )
 
-    async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> str:
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        call_id: str,
+        on_progress: Callable[[str], None] | None = None,
+    ) -> str:
         """Run the server's tool ``name``; raises :class:`McpToolError` for an error result.
+        ``on_progress`` gets the server's progress notifications of the call, as text.
 
         An HTTP server that no longer knows the session (it restarted: ``Session not found``,
         the call never reached a tool) is connected again and the call sent once more; one
@@ -217,17 +224,30 @@ class McpLink:
         if not self.alive and http:
             await self._reconnect()
         try:
-            return await self._call(name, arguments, call_id)
+            return await self._call(name, arguments, call_id, on_progress)
         except Exception as exc:
             if not (http and _unknown_session(exc)):
                 raise
         await self._reconnect()
-        return await self._call(name, arguments, call_id)
+        return await self._call(name, arguments, call_id, on_progress)
 
-    async def _call(self, name: str, arguments: dict[str, Any], call_id: str) -> str:
+    async def _call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        call_id: str,
+        on_progress: Callable[[str], None] | None,
+    ) -> str:
         if self._session is None:
             raise McpToolError(f"the MCP server {self.server.name!r} is not connected")
-        task = asyncio.ensure_future(self._session.call_tool(name, arguments))
+
+        async def progressed(done: float, total: float | None, message: str | None) -> None:
+            if on_progress is not None:
+                on_progress(_progress_text(done, total, message))
+
+        task = asyncio.ensure_future(
+            self._session.call_tool(name, arguments, progress_callback=progressed)
+        )
         self._calls[call_id] = task
         try:
             result = await task
@@ -241,7 +261,12 @@ class McpLink:
         except Exception as exc:
             if _code(exc) == -32000:
                 self._lost(exc)  # CONNECTION_CLOSED: the server is gone
-            raise
+            if _code(exc) is not None:
+                raise  # the server's JSON-RPC error
+            raise McpToolError(  # a result the SDK could not read: say so, briefly
+                f"the MCP server {self.server.name!r} answered {name!r} with a result that "
+                f"could not be read: {str(exc)[:300]}"
+            ) from exc
         finally:
             self._calls.pop(call_id, None)
             self._barged.discard(call_id)
@@ -287,6 +312,12 @@ class McpLink:
 async def _cancelled(task: asyncio.Future[Any]) -> None:
     task.cancel()
     await asyncio.wait([task])
+
+
+def _progress_text(done: float, total: float | None, message: str | None) -> str:
+    if isinstance(message, str) and message:
+        return message[:MAX_OUTPUT_CHARS]
+    return f"progress {done:g} of {total:g}" if total else f"progress {done:g}"
 
 
 def _code(exc: BaseException) -> object:
@@ -469,14 +500,25 @@ class LocalMcp:
 def _function_tool(link: McpLink, tool: Any, name: str, calls: set[str]) -> FunctionTool:
     server, mcp_name = link.server, tool.name
 
-    # Positional-only: a tool may well have an argument named "context".
-    async def call(context: ToolContext[Any], /, **arguments: Any) -> str:
+    # Positional-only: a tool may well have an argument named "context". An async generator:
+    # the server's progress notifications go out as progress() while the call runs.
+    async def call(context: ToolContext[Any], /, **arguments: Any) -> AsyncIterator[Any]:
         call_id = context.call.call_id
+        updates: asyncio.Queue[str] = asyncio.Queue()
         calls.add(call_id)
+        work = asyncio.ensure_future(link.call(mcp_name, arguments, call_id, updates.put_nowait))
         try:
-            return await link.call(mcp_name, arguments, call_id)
+            while True:  # every update, in order, then the result
+                update = asyncio.ensure_future(updates.get())
+                await asyncio.wait({work, update}, return_when=asyncio.FIRST_COMPLETED)
+                if not update.done():
+                    await _cancelled(update)
+                    break
+                yield progress(update.result())
+            yield work.result()
         finally:
             calls.discard(call_id)
+            await _cancelled(work)
 
     description = tool.description if isinstance(tool.description, str) else None
     return FunctionTool(
