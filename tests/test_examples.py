@@ -362,3 +362,28 @@ def test_the_commands_default_output_files_are_ignored_in_the_checkout() -> None
         ["git", "check-ignore", "--no-index", *names], cwd=ROOT, capture_output=True, text=True
     )
     assert done.stdout.split() == names
+
+
+def test_mcp_agent_example_uses_its_stdio_mcp_server_and_asks_before_reserving() -> None:
+    async def body() -> tuple[str, str]:
+        async with local_server("mcp_agent.json") as server:
+            stock = await example(
+                "examples/mcp_agent.py", "--url", server.url(), "Is the blue kettle in stock?"
+            )
+            refused = await example(
+                "examples/mcp_agent.py", "--url", server.url(), "Please put one aside for me."
+            )
+            return stock, refused
+
+    stock, refused = asyncio.run(body())
+    assert stock.splitlines() == [
+        "user: Is the blue kettle in stock?",
+        # the SDK's server sends a dict result as indented JSON text (one line here)
+        '[tool] stock_level -> { "item": "blue kettle", "known": true, "in_stock": 3 }',
+        "Shop: We have 3 of the blue kettle in stock.",
+    ]
+    assert refused.splitlines() == [
+        "user: Please put one aside for me.",
+        '[approval] reserve {"item":"blue kettle","customer":"Ada"} -> no',
+        "Shop: The customer said no.",
+    ]

@@ -79,8 +79,18 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.store",
         },
         # opentelemetry: optional client spans (asyncio/observability/tracing.py imports it when
-        # installed).
-        "third_party": {"websockets", "numpy", "msgspec", "opentelemetry"},
+        # installed). mcp, httpx2, anyio: the official MCP SDK, its HTTP client and its streams,
+        # the local MCP servers' client (asyncio/agents/mcp_local.py, the mcp extra; imported
+        # when used).
+        "third_party": {
+            "websockets",
+            "numpy",
+            "msgspec",
+            "opentelemetry",
+            "mcp",
+            "httpx2",
+            "anyio",
+        },
         "no_stdlib": set(),
     },
     "store": {
@@ -242,11 +252,14 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.telephony",
             "voxwire.serving",
             "voxwire.export",  # serve --metrics-port: the served connections' events
+            "voxwire.arguments",
         },
         "voxwire_exact": {"voxwire.__version__", "voxwire.server"},
         "third_party": {"numpy"},
         "no_stdlib": set(),
     },
+    # The command line's argument types and help formatter: standard library only.
+    "arguments.py": {"voxwire": set(), "third_party": set(), "no_stdlib": set()},
     # How the serving commands stop (signals, status): standard library only, and the metrics
     # endpoint their --metrics-port starts.
     "serving.py": {"voxwire": {"voxwire.export"}, "third_party": set(), "no_stdlib": set()},

@@ -11,6 +11,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from voxwire import __version__
+from voxwire.arguments import (
+    QUICKSTART_OUT,
+    ShowDefaults,
+    output_file,
+    pace,
+    port,
+    positive,
+)
 from voxwire.audio import Resampler, read_wav, resampler_kernel, write_wav
 from voxwire.bench import stream_resampler
 from voxwire.serving import until_stopped
@@ -255,10 +263,10 @@ def _add_web(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="module:attribute of a RealtimeAgent or a function making one (the demo's agents)",
     )
     web.add_argument("--url", help="Realtime endpoint (OPENAI_API_KEY); default: a local server")
-    web.add_argument("--port", type=_port, default=8766, help="port on 127.0.0.1 (0: any free)")
-    web.add_argument("--metrics-port", type=_port, help=METRICS_HELP)
+    web.add_argument("--port", type=port, default=8766, help="port on 127.0.0.1 (0: any free)")
+    web.add_argument("--metrics-port", type=port, help=METRICS_HELP)
     web.add_argument(
-        "--silence-ms", type=_positive, default=500, help="server VAD's end-of-turn pause"
+        "--silence-ms", type=positive, default=500, help="server VAD's end-of-turn pause"
     )
     web.add_argument("--open", action="store_true", help="open the page in the default browser")
     web.set_defaults(func=_web)
@@ -275,7 +283,7 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     dm.add_argument(
         "--out",
-        type=_output_file,
+        type=output_file,
         help="WAV of what the speaker played (default: voxwire-demo.wav; checked before the "
         "demo runs)",
     )
@@ -299,7 +307,7 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dm.add_argument(
         "--report",
         metavar="HTML",
-        type=_output_file,
+        type=output_file,
         help="write the session's timeline to this file (checked before the demo runs)",
     )
     dm.add_argument(
@@ -328,8 +336,8 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "ws://HOST:PORT/v1/realtime (docs/server.md).",
     )
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (loopback)")
-    sv.add_argument("--port", type=_port, default=8765, help="port to listen on (0: a free one)")
-    sv.add_argument("--metrics-port", type=_port, help=METRICS_HELP)
+    sv.add_argument("--port", type=port, default=8765, help="port to listen on (0: a free one)")
+    sv.add_argument("--metrics-port", type=port, help=METRICS_HELP)
     sv.add_argument(
         "--scenario",
         metavar="FILE|NAME",
@@ -349,7 +357,7 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the voice: hibari (the 'hibari' extra), espeak-ng (the 'server' extra), or auto: "
         "espeak-ng when installed, else hibari",
     )
-    sv.add_argument("--pace", type=_pace, default=4.0, help="audio speed, x real time (0: max)")
+    sv.add_argument("--pace", type=pace, default=4.0, help="audio speed, x real time (0: max)")
     sv.add_argument("--text-rate", type=float, default=100.0, help="text deltas per s (0: max)")
     limit = sv.add_mutually_exclusive_group()
     limit.add_argument("--max-session-minutes", type=float, default=60.0, help="session lifetime")
@@ -428,8 +436,8 @@ def _add_phone(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     ph.add_argument("--url", help="a Realtime endpoint (e.g. `voxwire serve`), not the hosted one")
     ph.add_argument("--model", help="the Realtime model (hosted service)")
     ph.add_argument("--host", default="127.0.0.1", help="address to bind (loopback)")
-    ph.add_argument("--port", type=_port, default=8080, help="port (0: a free one)")
-    ph.add_argument("--metrics-port", type=_port, help=METRICS_HELP)
+    ph.add_argument("--port", type=port, default=8080, help="port (0: a free one)")
+    ph.add_argument("--metrics-port", type=port, help=METRICS_HELP)
     ph.add_argument("--public-url", help="the https:// URL Twilio reaches this server at")
     ph.add_argument("--config", type=Path, help="session configuration, a JSON file")
     ph.add_argument(
@@ -455,11 +463,11 @@ def _add_quickstart(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     qs.add_argument(
         "--out",
-        type=_output_file,
+        type=output_file,
         default=QUICKSTART_OUT,
         help="where to write the reply (checked before the turn runs)",
     )
-    qs.add_argument("--pace", type=_pace, default=4.0, help="audio speed, x real time (0: max)")
+    qs.add_argument("--pace", type=pace, default=4.0, help="audio speed, x real time (0: max)")
     qs.add_argument("--wav", help="the user's question as a 16-bit WAV (default: synthesised)")
     qs.add_argument(
         "--url",
@@ -526,7 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
         "audio, G.711. A first look; the figures of record come from benches/.",
     )
     bn.add_argument(
-        "--rounds", type=_positive, default=15, help="timed rounds per figure (median; >= 1)"
+        "--rounds", type=positive, default=15, help="timed rounds per figure (median; >= 1)"
     )
     bn.add_argument("--report", metavar="HTML", help="also draw the figures in this HTML file")
     bn.set_defaults(func=_bench)
@@ -534,76 +542,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_phone(sub)
     _add_quickstart(sub)
     for command in sub.choices.values():
-        command.formatter_class = _ShowDefaults
+        command.formatter_class = ShowDefaults
     return p
-
-
-class _ShowDefaults(argparse.HelpFormatter):
-    """Each option's help ends with its default ``(default: 8765)``, unless it has none (or
-    its help already says what not giving it means)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = action.help or ""
-        if (
-            not action.option_strings
-            or action.default in (None, False, argparse.SUPPRESS)
-            or "default" in text
-        ):
-            return text
-        return text + " (default: %(default)s)"
-
-
-#: quickstart's default output (git-ignored in the checkout, as the demo's voxwire-demo.wav).
-QUICKSTART_OUT = "quickstart-reply.wav"
-
-
-def _output_file(text: str) -> Path:
-    """An output file (``--out``, ``--report``), checked when the command line is read — before
-    a session runs — so that a path that cannot be written fails at once, not after the work."""
-    import os
-
-    path = Path(text)
-    folder = path.parent
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a folder: give a file name in it")
-    if not folder.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} cannot be written: no folder {folder}")
-    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise argparse.ArgumentTypeError(f"{text} cannot be written: permission denied")
-    return path
-
-
-def _port(text: str) -> int:
-    """``--port``: 0 (a free port) to 65535."""
-    port = _integer(text)
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text} is not a port: expected 0..65535 (0: a free one)")
-    return port
-
-
-def _positive(text: str) -> int:
-    value = _integer(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: expected a whole number >= 1")
-    return value
-
-
-def _integer(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-
-
-def _pace(text: str) -> float:
-    """``--pace``: x real time, 0 for as fast as possible."""
-    try:
-        pace = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not pace >= 0 or pace == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text}: expected a speed >= 0 (0: as fast as possible)")
-    return pace
 
 
 def main(argv: Sequence[str] | None = None) -> int:

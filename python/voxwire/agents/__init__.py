@@ -6,6 +6,8 @@
   (schema from type hints, argument checking, output formatting, approval policy).
 * :func:`handoff` / :class:`Handoff` — a transfer of the conversation to another agent.
 * :class:`HostedMCPTool` — a remote MCP server the Realtime API calls for the agent.
+* :class:`MCPServerStdio`, :class:`MCPServerHTTP` — local MCP servers the session connects
+  (``RealtimeAgent(mcp_servers=[...])``); their tools run as function tools.
 * :func:`output_guardrail` / :class:`OutputGuardrail` — a check over what the assistant says.
 * :func:`input_guardrail` / :class:`InputGuardrail` — a check over what the user says, before
   the agent answers (the session holds ``create_response`` for it: :class:`ResponseHold`).
@@ -48,6 +50,7 @@ from voxwire.agents.input_guardrail import (
     input_guardrail,
 )
 from voxwire.agents.mcp import HostedMCPTool
+from voxwire.agents.mcp_local import MCPServer, MCPServerHTTP, MCPServerStdio
 from voxwire.agents.tool import (
     BackgroundResult,
     FunctionTool,
@@ -83,6 +86,9 @@ __all__ = [
     "HostedMCPTool",
     "InputGuardrail",
     "Instructions",
+    "MCPServer",
+    "MCPServerHTTP",
+    "MCPServerStdio",
     "OnTimeout",
     "OutputGuardrail",
     "ReadyBatch",

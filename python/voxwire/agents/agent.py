@@ -31,6 +31,7 @@ import msgspec
 from voxwire.agents.guardrail import OutputGuardrail
 from voxwire.agents.input_guardrail import InputGuardrail
 from voxwire.agents.mcp import HostedMCPTool
+from voxwire.agents.mcp_local import MCPServer
 from voxwire.agents.tool import EnabledPolicy, FunctionTool
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import config as wire
@@ -81,6 +82,8 @@ class RealtimeAgent:
     output_guardrails: Sequence[OutputGuardrail] = field(default_factory=tuple)
     input_guardrails: Sequence[InputGuardrail] = field(default_factory=tuple)
     on_user_away: Callable[[Any], Awaitable[None] | None] | None = None
+    mcp_servers: Sequence[MCPServer] = field(default_factory=tuple)
+    """Local MCP servers whose tools the agent offers (:mod:`voxwire.agents.mcp_local`)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -124,10 +127,31 @@ class RealtimeAgent:
                 f"agent {self.name!r}: on_user_away={self.on_user_away!r} is invalid: expected "
                 "a function of the session (sync or async)"
             )
+        _check_servers(self.name, self.mcp_servers)
+        object.__setattr__(self, "mcp_servers", tuple(self.mcp_servers))
         object.__setattr__(self, "input_guardrails", tuple(self.input_guardrails))
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "handoffs", tuple(self.handoffs))
         object.__setattr__(self, "output_guardrails", tuple(self.output_guardrails))
+
+
+def _check_servers(agent: str, servers: Sequence[MCPServer]) -> None:
+    labels: set[str] = set()
+    for server in servers:
+        if not isinstance(server, MCPServer):
+            raise ConfigurationError(
+                f"agent {agent!r}: MCP server {server!r} is invalid: expected an MCPServerStdio "
+                "or MCPServerHTTP (voxwire.agents)"
+            )
+        if server.name in labels:
+            raise ConfigurationError(
+                f"agent {agent!r} has two MCP servers named {server.name!r}: names must be unique"
+            )
+        labels.add(server.name)
+
+
+#: Given the names an agent's own tools and handoffs take, its MCP tools under their names.
+McpTools: TypeAlias = "Callable[[frozenset[str]], Sequence[FunctionTool]]"
 
 
 def _undeclared(agent: str, stage: str, check: object) -> str:
@@ -207,10 +231,12 @@ async def _enabled(policy: EnabledPolicy, agent: RealtimeAgent) -> bool:
     return bool(value)
 
 
-async def resolve_agent(agent: RealtimeAgent) -> ResolvedAgent:
+async def resolve_agent(agent: RealtimeAgent, mcp: McpTools | None = None) -> ResolvedAgent:
     """Settle everything dynamic about ``agent`` (see the module docstring). Raises what the
     agent's functions raise, or :class:`~voxwire.exceptions.ConfigurationError` (a bad value,
-    two tools with one name); nothing is changed anywhere either way."""
+    two tools with one name); nothing is changed anywhere either way. ``mcp``: the tools of
+    the agent's local MCP servers, named around the names its own tools took (the session's,
+    voxwire/asyncio/agents/mcp_local.py)."""
     instructions = await resolve_instructions(agent)
     tools: dict[str, FunctionTool] = {}
     declared: set[str] = set()
@@ -252,6 +278,10 @@ async def resolve_agent(agent: RealtimeAgent) -> ResolvedAgent:
         claim(resolved.tool_name)
         handoffs[resolved.tool_name] = resolved
         declarations.append(resolved.declaration())
+    for tool in mcp(frozenset(names)) if mcp is not None else ():
+        claim(tool.name)
+        tools[tool.name] = tool
+        declarations.append(tool.declaration())
     return ResolvedAgent(
         agent=agent,
         instructions=instructions,

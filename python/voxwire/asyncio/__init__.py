@@ -18,6 +18,7 @@ holds it.
   (docs/agents.md).
 """
 
+from voxwire.asyncio.agents.mcp_local import McpConnection
 from voxwire.asyncio.connection.calls import CallControl
 from voxwire.asyncio.connection.endpoint import DEFAULT_MODEL, DEFAULT_URL, ApiKeySource
 from voxwire.asyncio.connection.health import EndpointStatus
@@ -140,6 +141,7 @@ __all__ = [
     "McpApprovalRequestedEvent",
     "McpCallDoneEvent",
     "McpCallStartedEvent",
+    "McpConnection",
     "McpToolListing",
     "McpToolsChangedEvent",
     "RawServerEvent",

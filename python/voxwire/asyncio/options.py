@@ -21,6 +21,7 @@ from voxwire.agents.guardrail import DEFAULT_DEBOUNCE_CHARS, default_feedback
 from voxwire.agents.input_guardrail import DEFAULT_REFUSAL
 from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio.agents.input_guardrails import Refusal
+from voxwire.asyncio.agents.mcp_local import McpConnection
 from voxwire.asyncio.agents.tools import DEFAULT_REJECTION_MESSAGE
 from voxwire.asyncio.audio.microphone import AudioSource, check_source
 from voxwire.asyncio.audio.playback import AudioOutputTarget, attached_output
@@ -103,6 +104,7 @@ class SessionOptions:
     call_control: CallControl | None = None
     prices: Mapping[str, ModelPrices] | None = None
     user_away_timeout_s: float | None = None
+    mcp_connections: Sequence[McpConnection] = ()
 
     # Derived, checked values (set in __post_init__).
     primary_url: str = field(init=False)
@@ -142,6 +144,11 @@ class SessionOptions:
                     f"prices[{model!r}]={prices!r} is invalid: expected a model name mapped to "
                     "TokenPrices or DurationPrices (voxwire.asyncio.observability.pricing)"
                 )
+        if not all(isinstance(c, McpConnection) for c in self.mcp_connections):
+            raise ConfigurationError(
+                f"mcp_connections={self.mcp_connections!r} is invalid: expected McpConnection "
+                "objects (voxwire.asyncio.McpConnection)"
+            )
         feedback = self.guardrail_feedback
         if not (isinstance(feedback, str) or callable(feedback)):
             raise ConfigurationError(

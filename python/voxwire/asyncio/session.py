@@ -45,6 +45,7 @@ from voxwire.agents.tool_guardrail import ToolErrorFormatter
 from voxwire.asyncio import hosts
 from voxwire.asyncio.agents.guardrails import GuardrailRunner
 from voxwire.asyncio.agents.input_guardrails import InputGuardrailRunner, Refusal
+from voxwire.asyncio.agents.mcp_local import McpConnection
 from voxwire.asyncio.agents.switching import AgentSwitcher, UpdateWaiters
 from voxwire.asyncio.agents.tools import DEFAULT_REJECTION_MESSAGE, ToolRunner
 from voxwire.asyncio.audio.interruption import Interrupter
@@ -122,11 +123,10 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
     microphone or file source, run into ``send_audio`` in frames of ``input_frame_ms`` from
     connect to close; ``local_barge_in`` interrupts as soon as the user speaks over the agent:
     :mod:`voxwire.asyncio.audio.microphone`); ``raw_server_events`` (also hand out every server
-    event but audio deltas);
-    ``max_queued_events`` (the event queue's bound; see :mod:`voxwire.asyncio.events.queue` for
-    what is dropped when it is full); timeouts, keepalive and the maximum message size of the
-    connection; ``connector`` (how to open it: default a websocket; :mod:`voxwire.testing` has a
-    scripted one); ``ids`` (event and item ids, see :class:`~voxwire.protocol.IdFactory`).
+    event but audio deltas); ``max_queued_events`` (the event queue's bound; see
+    :mod:`voxwire.asyncio.events.queue` for what is dropped when it is full); timeouts,
+    keepalive and the maximum message size of the connection; ``connector`` (how to open it:
+    default a websocket; :mod:`voxwire.testing` has a scripted one); ``ids`` (an IdFactory).
 
     Tracing (:mod:`voxwire.asyncio.observability.tracing`): ``tracing_disabled``, ``workflow_name``,
     ``group_id``, ``metadata`` make the service's ``session.tracing``, sent once at start;
@@ -147,7 +147,8 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
     application's object, handed to tools in their ``ToolContext``; ``tool_error_formatter``:
     the model's text for rejected, blocked, timed-out and failed calls; input guardrails refuse
     with ``input_guardrail_refusal`` (text said, ``None``: silent). ``mcp_follow_up``: ask for
-    the next response after hosted MCP calls (asyncio/agents/mcp.py).
+    the next response after hosted MCP calls (asyncio/agents/mcp.py); ``mcp_connections``:
+    local MCP servers the application connected, shared (asyncio/agents/mcp_local.py).
 
     ``reconnect`` (:class:`~voxwire.asyncio.ReconnectPolicy`) resumes after a lost connection;
     ``renewal`` (:class:`~voxwire.asyncio.RenewalPolicy`) renews before the server's maximum
@@ -212,6 +213,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         call_control: CallControl | None = None,
         prices: Mapping[str, ModelPrices] | None = None,
         user_away_timeout_s: float | None = None,
+        mcp_connections: Sequence[McpConnection] = (),
     ) -> None:
         # Every argument goes to SessionOptions, which checks them (asyncio/options.py);
         # nothing is opened, read or started here.
@@ -494,6 +496,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
             await self._renewer.aclose()
         await self._dialer.aclose()
         self._metrics.close()
+        await self._switcher.aclose()  # local MCP servers: their processes stopped
         await self._persistence.aclose()
 
     def _finish(self, close: ev.CloseEvent) -> None:

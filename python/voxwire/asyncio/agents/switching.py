@@ -32,6 +32,7 @@ from voxwire.agents.agent import (
     resolve_agent,
 )
 from voxwire.agents.input_guardrail import ResponseHold, holds
+from voxwire.asyncio.agents.mcp_local import LocalMcp, McpConnection
 from voxwire.asyncio.observability.tracing import TracingSetting
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import server_events as se
@@ -119,6 +120,10 @@ class SwitchOptions(Protocol):
     def feedback_for(self, guardrails: Sequence[str]) -> str: ...
 
     @property
+    def mcp_connections(self) -> Sequence[McpConnection]:
+        """The application's connected MCP servers, shared with other sessions."""
+
+    @property
     def false_interruption(self) -> object | None:
         """Set: the session decides which spoken turns are answered (asyncio/audio/recovery.py)."""
 
@@ -126,7 +131,9 @@ class SwitchOptions(Protocol):
 class AgentSwitcher:
     """The active agent and every way it changes (see the module docstring)."""
 
-    server_event_types: Final = frozenset({se.ResponseOutputAudioDelta})
+    server_event_types: Final = frozenset(
+        {se.ResponseOutputAudioDelta, se.InputAudioBufferSpeechStarted}
+    )
 
     def __init__(self, options: SwitchOptions, host: SwitchHost) -> None:
         self.agent: RealtimeAgent | None = options.agent
@@ -138,6 +145,8 @@ class AgentSwitcher:
         self._lock: asyncio.Lock | None = None
         self.hold = ResponseHold(options.base_config)
         """``create_response`` held off on the wire while the agent has input guardrails."""
+        self.mcp = LocalMcp(host.emit, self.refresh_tools, options.mcp_connections)
+        """The agents' local MCP servers (asyncio/agents/mcp_local.py)."""
 
     def active(self) -> ResolvedAgent | None:
         return self.resolved
@@ -151,7 +160,25 @@ class AgentSwitcher:
     async def resolve_initial(self) -> ResolvedAgent | None:
         """Everything dynamic about the first agent, settled before anything is sent for it."""
         self._lock = asyncio.Lock()
-        return await resolve_agent(self.agent) if self.agent is not None else None
+        return await self._resolve(self.agent) if self.agent is not None else None
+
+    async def _resolve(self, agent: RealtimeAgent) -> ResolvedAgent:
+        """``agent`` resolved with the tools of its local MCP servers (connected first)."""
+        await self.mcp.connect(agent)
+        return await resolve_agent(agent, self.mcp.tools(agent))
+
+    async def refresh_tools(self) -> None:
+        """A local MCP server's tools changed (listed again, or withdrawn): the active agent's
+        tools go to the server again (no agent events: the agent stays)."""
+        if self._lock is None or self.agent is None or not self._host.is_open():
+            return
+        async with self._lock:
+            resolved = await resolve_agent(self.agent, self.mcp.tools(self.agent))
+            await self._apply(resolved, announce=False)
+
+    async def aclose(self) -> None:
+        """Close the local MCP servers (after the tool calls were cancelled)."""
+        await self.mcp.aclose()
 
     def started(self, resolved: ResolvedAgent | None) -> None:
         """The server accepted the first configuration."""
@@ -165,6 +192,8 @@ class AgentSwitcher:
     def on_server_event(self, event: se.ReceivedEvent) -> None:
         if isinstance(event, se.ResponseOutputAudioDelta):
             self.assistant_audio = True
+        else:
+            self.mcp.on_server_event(event)
 
     # --- configurations ---------------------------------------------------------------------------
 
@@ -208,7 +237,7 @@ class AgentSwitcher:
             raise ConfigurationError(f"update_agent({agent!r}): expected a RealtimeAgent")
         assert self._lock is not None
         async with self._lock:
-            resolved = await resolve_agent(agent)
+            resolved = await self._resolve(agent)
             self._host.require_open()
             await self._apply(resolved)
 
@@ -218,11 +247,15 @@ class AgentSwitcher:
         with self._host.handoff_span(source.agent.name, target.target.name):
             async with self._lock:
                 await target.handoff.run_on_handoff(target.target)
-                resolved = await resolve_agent(target.target)
+                resolved = await self._resolve(target.target)
                 await self._apply(resolved, handoff=(source.agent, call_id))
 
     async def _apply(
-        self, resolved: ResolvedAgent, *, handoff: tuple[RealtimeAgent, str] | None = None
+        self,
+        resolved: ResolvedAgent,
+        *,
+        handoff: tuple[RealtimeAgent, str] | None = None,
+        announce: bool = True,
     ) -> None:
         """Send the update for ``resolved``, wait for the server to accept it, then switch."""
         config = agent_update_config(
@@ -238,6 +271,8 @@ class AgentSwitcher:
         previous = self.resolved
         self.resolved = resolved
         self.agent = resolved.agent
+        if not announce:
+            return
         emit = self._host.emit
         if handoff is not None:
             emit(

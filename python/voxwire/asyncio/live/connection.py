@@ -34,6 +34,7 @@ from websockets.exceptions import ConnectionClosed
 
 import voxwire.asyncio.events as ev
 from voxwire.agents.agent import RealtimeAgent, ResolvedAgent, resolve_agent
+from voxwire.asyncio.agents.mcp_local import LocalMcp
 from voxwire.asyncio.connection.reconnect import ReconnectPolicy
 from voxwire.asyncio.errors import ConnectionFailed, SessionClosed
 from voxwire.asyncio.events.queue import EventQueue
@@ -85,6 +86,7 @@ class LiveConnecting:
     _closed: bool
     _ended: bool
     _send_lock: asyncio.Lock
+    _mcp: LocalMcp
     _setup_work: Callable[[ResolvedAgent], None]
     _on_event: Callable[[se.LiveReceivedEvent], None]
     _release_heard: Callable[[], None]
@@ -96,7 +98,12 @@ class LiveConnecting:
         ``session.started``. Raises :class:`ConnectionFailed` if the server refuses."""
         if self._ws is not None or self._closed:
             raise SessionClosed("connect() may be called once per LiveSession")
-        resolved = await resolve_agent(self.agent)
+        try:
+            await self._mcp.connect(self.agent)
+            resolved = await resolve_agent(self.agent, self._mcp.tools(self.agent))
+        except BaseException:
+            await self._mcp.aclose()
+            raise
         model, delegation, backend_model, backend_instructions = self._options
         config = start_config(
             resolved,
@@ -118,6 +125,7 @@ class LiveConnecting:
             await self._open(config)
         except BaseException:
             await self._recording.aclose()  # the conversation's lease goes back
+            await self._mcp.aclose()
             raise
         assert self.protocol.session_id is not None  # started, or a sideband's
         self._spans.started(
@@ -172,6 +180,7 @@ class LiveConnecting:
                 self.protocol.send_close()
                 await self.flush()
         await self._tasks.aclose()
+        await self._mcp.aclose()  # local MCP servers: their processes stopped
         await self._playback.aclose()
         if self._ws is not None:
             await self._ws.close()

@@ -37,9 +37,10 @@ from typing import TYPE_CHECKING, Any, Final
 from websockets.asyncio.client import ClientConnection
 
 import voxwire.asyncio.events as ev
-from voxwire.agents.agent import RealtimeAgent, ResolvedAgent
+from voxwire.agents.agent import RealtimeAgent, ResolvedAgent, resolve_agent
 from voxwire.agents.input_guardrail import DEFAULT_REFUSAL
 from voxwire.agents.tool_guardrail import ToolErrorFormatter
+from voxwire.asyncio.agents.mcp_local import LocalMcp
 from voxwire.asyncio.agents.tool_execution import Approvals, CallExecutor
 from voxwire.asyncio.audio.microphone import AudioSource
 from voxwire.asyncio.audio.playback import HasAudioOutput
@@ -143,6 +144,7 @@ class LiveSession(LiveSideband, LiveHandling):
         self._client: ClientWork | None = None
         self._history: list[LiveHistoryItem] = []
         self._recording = LiveRecording(store, conversation_id, self.emit)
+        self._mcp = LocalMcp(self.emit, _nothing)  # local MCP servers: tools fixed at start
         self._resume_id: str | None = None  # LiveSession.resume: the stored conversation
         self._restored = 0  # history items restored from it
         self._playback = LivePlayback(
@@ -151,8 +153,7 @@ class LiveSession(LiveSideband, LiveHandling):
         self._usage: tuple[float, float | None] = (0.0, None)  # seconds, context usage ratio
         self._pricing = LivePricing(model, prices)  # docs/operations.md
         self._delegations_started = 0  # over every connection (a fork's core starts empty)
-        self._spoken = ""  # the assistant's words of this turn, as generated (for guardrails)
-        self._checked = 0
+        self._spoken, self._checked = "", 0  # this turn's words as generated, for guardrails
         self._silenced = False  # a guardrail tripped: drop the model's audio until the user speaks
 
     def _connection_parts(
@@ -194,7 +195,12 @@ class LiveSession(LiveSideband, LiveHandling):
             context=self._context,
         )
         self._responses = ResponsesWork(self, resolved, executor)
-        self._responses.handoffs = LiveHandoffs(self, resolved.agent.voice)
+        self._responses.handoffs = LiveHandoffs(self, resolved.agent.voice, self._resolve)
+
+    async def _resolve(self, agent: RealtimeAgent) -> ResolvedAgent:
+        """``agent`` resolved with its local MCP servers' tools (connected first)."""
+        await self._mcp.connect(agent)
+        return await resolve_agent(agent, self._mcp.tools(agent))
 
     def _on_session_updated(self, event: se.SessionUpdated) -> None:
         self.replies.settle(event.client_event_id, event)
@@ -409,3 +415,7 @@ def _check_options(
 def _droppable(event: LiveEvent) -> bool:
     """Superseded by what follows: audio (it went to no output) and usage figures."""
     return isinstance(event, LiveAudioEvent | LiveUsageEvent)
+
+
+async def _nothing() -> None:
+    """A Live session's tools are fixed while it runs (see ``LiveSession._mcp``)."""

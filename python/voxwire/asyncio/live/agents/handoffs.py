@@ -25,6 +25,7 @@ handoffs is refused there (:func:`voxwire.asyncio.live.config.start_config`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -102,8 +103,14 @@ def tool_spec(declaration: object) -> dict[str, Any]:
 class LiveHandoffs:
     """Carries out the Responses backend's calls of transfer tools."""
 
-    def __init__(self, host: HandoffHost, voice: str | None) -> None:
+    def __init__(
+        self,
+        host: HandoffHost,
+        voice: str | None,
+        resolve: Callable[[RealtimeAgent], Awaitable[ResolvedAgent]] = resolve_agent,
+    ) -> None:
         self._host = host
+        self._resolve = resolve  # the session's: the target's local MCP servers connected
         self._voice = voice  # the session's, fixed at startup (None: the server's default)
 
     async def hand_off(
@@ -115,7 +122,7 @@ class LiveHandoffs:
         target = handoff.target
         try:
             await handoff.handoff.run_on_handoff(target)
-            resolved = await resolve_agent(target)
+            resolved = await self._resolve(target)
             function_tools_only(resolved)
             appended = handoff_instructions(target, resolved.instructions)
             await self._switch(resolved, appended)
