@@ -20,7 +20,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from voxwire.agents.tool import ApprovalPolicy
-from voxwire.agents.tool_guardrail import ToolInputGuardrail, ToolOutputGuardrail, check_guardrails
+from voxwire.agents.tool_guardrail import ToolInputGuardrail, ToolOutputGuardrail, freeze_guardrails
 from voxwire.exceptions import ConfigurationError
 
 __all__ = ["MCPServer", "MCPServerHTTP", "MCPServerStdio", "exposed_names"]
@@ -76,13 +76,7 @@ class MCPServer:
                 f"MCP server {self.name!r}: needs_approval={approval!r} is invalid: expected a "
                 "bool, a function of the call, or a mapping of tool names to either"
             )
-        guards = (
-            ("input_guardrails", "tool input guardrail", ToolInputGuardrail),
-            ("output_guardrails", "tool output guardrail", ToolOutputGuardrail),
-        )
-        for option, kind, expected in guards:
-            value = check_guardrails(self.name, kind, getattr(self, option), expected)
-            object.__setattr__(self, option, value)
+        freeze_guardrails(self)
 
     def offers(self, tool: str) -> bool:
         """Whether the server's tool ``tool`` is offered (the allow/deny lists)."""

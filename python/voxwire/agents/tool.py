@@ -46,7 +46,7 @@ from voxwire.agents.call import ToolCall, ToolContext
 from voxwire.agents.tool_guardrail import (
     ToolInputGuardrail,
     ToolOutputGuardrail,
-    check_guardrails,
+    freeze_guardrails,
 )
 from voxwire.exceptions import ConfigurationError
 from voxwire.protocol import config as wire
@@ -201,13 +201,7 @@ class FunctionTool:
                 "'error_as_result' (the model gets the timeout message) or 'raise' (no output, "
                 "an error event)"
             )
-        guards = (
-            ("input_guardrails", "tool input guardrail", ToolInputGuardrail),
-            ("output_guardrails", "tool output guardrail", ToolOutputGuardrail),
-        )
-        for option, kind, expected in guards:
-            value = check_guardrails(self.name, kind, getattr(self, option), expected)
-            object.__setattr__(self, option, value)
+        freeze_guardrails(self)
         for option in ("needs_approval", "is_enabled"):
             value = getattr(self, option)
             if not (isinstance(value, bool) or callable(value)):

@@ -198,3 +198,15 @@ def check_guardrails(
                 f"(voxwire.agents.{kind.replace(' ', '_')})"
             )
     return tuple(guardrails)
+
+
+def freeze_guardrails(owner: Any) -> None:
+    """Check ``owner``'s ``input_guardrails`` and ``output_guardrails`` (a function tool's or an
+    MCP server's: a frozen dataclass with a ``name``) and store them as tuples."""
+    guards = (
+        ("input_guardrails", "tool input guardrail", ToolInputGuardrail),
+        ("output_guardrails", "tool output guardrail", ToolOutputGuardrail),
+    )
+    for option, kind, expected in guards:
+        value = check_guardrails(owner.name, kind, getattr(owner, option), expected)
+        object.__setattr__(owner, option, value)
