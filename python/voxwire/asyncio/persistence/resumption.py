@@ -3,7 +3,9 @@
 A resumed session connects like any other, with the agent that was active when the
 conversation was last recorded, then goes on where the conversation stopped:
 
-1. the conversation is replayed on the new server session — the items
+1. the conversation is replayed on the new server session (not on a session attached to a SIP
+   call by ``call_id``: the call's server session still holds it — a worker taking a call
+   over, docs/telephony.md) — the items
    :func:`~voxwire.store.replay_items` keeps (an orphaned function call is left out, with what
    is tied only to it), made sendable by the same rules as after a reconnection
    (:func:`~voxwire.protocol.restoration.restoration_items`: audio as its transcript, each item
@@ -223,8 +225,18 @@ class ConversationStart:
     """How a session's conversation begins at ``connect()``: new (created in the store, if
     there is one), or resumed (:meth:`resume_from`; module docstring)."""
 
-    def __init__(self, persistence: Persistence, timeout_s: float, history: HistoryHold) -> None:
+    def __init__(
+        self,
+        persistence: Persistence,
+        timeout_s: float,
+        history: HistoryHold,
+        *,
+        server_keeps: bool = False,
+    ) -> None:
         self._persistence = persistence
+        # Attached to a SIP call by call_id: the call's server session already holds the
+        # conversation (the sideband of a worker taking the call over); nothing is replayed.
+        self._server_keeps = server_keeps
         self._history = history
         self._timeout_s = timeout_s
         self._resuming = False
@@ -268,11 +280,14 @@ class ConversationStart:
         """After the first ``session.update``: replay, then take the calls up again."""
         if self._snapshot is None:
             return
-        self._history.hold_history()
-        try:
-            await self._replay(protocol, flush)
-        finally:
-            self._history.release_history()
+        if self._server_keeps:
+            self._replayed = items_to_replay(self._snapshot)[1]
+        else:
+            self._history.hold_history()
+            try:
+                await self._replay(protocol, flush)
+            finally:
+                self._history.release_history()
         for resumed in calls_to_resume(self._snapshot, self._replayed):
             self._persistence.remember_call(resumed.call)
             tools.resume_call(resumed.call, resumed.response_id, resumed.output)
