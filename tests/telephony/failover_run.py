@@ -31,7 +31,7 @@ from voxwire.telephony.calls_table import CallsTable
 from voxwire.telephony.sip import SipCalls
 
 Mode = Literal["tool", "answer"]
-ANSWER = "I have looked at your account, and here is what I found for you today. " * 4
+ANSWER = "I have looked at your account, and here is what I found for you today. " * 2
 SCENARIO = Scenario.from_mapping(
     {
         "rules": [

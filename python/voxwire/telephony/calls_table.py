@@ -51,10 +51,16 @@ class CallsTable:
         if not _SCHEMA_NAME.fullmatch(schema):
             raise ConfigurationError(f"schema={schema!r}: expected a lower-case SQL identifier")
         connection = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
-        table = cls(connection, schema)
-        await table._run(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
-        await table._run(sql.SQL(_CREATE))
-        return table
+        # Workers starting together: concurrent CREATE ... IF NOT EXISTS can still collide in
+        # PostgreSQL's catalogs, so they make the table one after the other.
+        async with connection.transaction():
+            await connection.execute("SELECT pg_advisory_xact_lock(hashtext('voxwire.sip_calls'))")
+            await connection.execute(
+                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema))
+            )
+            await connection.execute("SELECT set_config('search_path', %s, true)", (schema,))
+            await connection.execute(sql.SQL(_CREATE))
+        return cls(connection, schema)
 
     async def _run(
         self, statement: sql.SQL | sql.Composed, params: tuple[object, ...] = ()
