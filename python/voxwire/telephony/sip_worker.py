@@ -21,7 +21,10 @@ again: it is answered with :data:`LOST_OUTPUT`, and the model goes on (a tool ru
 write tools whose effect must happen exactly once to be idempotent by ``call_id``).
 
 A session that ends normally (the call hung up or transferred) marks its call ended; a worker
-that dies does not, and its calls are taken over. See docs/telephony.md, "Failover between
+that dies does not, and its calls are taken over. A worker that finds its lease taken over (it
+stalled past ``lease_ttl_s``) leaves the call; a call that refuses
+:data:`MAX_ATTACH_FAILURES` attachments in a row (hung up while nobody owned it) is marked
+ended. See docs/telephony.md, "Failover between
 workers".
 """
 
@@ -36,7 +39,13 @@ from typing import Any, Final
 
 from voxwire.agents.agent import RealtimeAgent
 from voxwire.asyncio import RealtimeSession, SessionEvent
-from voxwire.exceptions import CallControlError, ConversationHeld, ConversationNotFound, StoreError
+from voxwire.exceptions import (
+    CallControlError,
+    ConversationHeld,
+    ConversationNotFound,
+    LeaseLost,
+    StoreError,
+)
 from voxwire.protocol.sip import RealtimeCallIncoming
 from voxwire.store import ConversationStore, orphaned_call_ids
 from voxwire.store.lease import DEFAULT_LEASE_TTL_S
@@ -47,6 +56,10 @@ from voxwire.telephony.webhooks import WebhookApp
 __all__ = ["LOST_OUTPUT", "SipWorker"]
 
 log = logging.getLogger("voxwire.telephony.worker")
+
+#: Attachments to a call that may fail in a row (the lease taken, the sideband refused) before
+#: the call is marked ended: a call hung up while no worker owned it.
+MAX_ATTACH_FAILURES: Final = 5
 
 #: The output a taken-over call's interrupted tool call gets (its tool is not run again).
 LOST_OUTPUT: Final = {
@@ -83,6 +96,7 @@ class SipWorker:
         self.webhook = WebhookApp(secret, self._incoming)
         self.owned: dict[str, asyncio.Task[None]] = {}  # call id -> the task serving it
         self.taken_over: list[str] = []  # calls this worker took over from another
+        self._failed: dict[str, int] = {}  # call id -> attachments failed in a row
 
     def _session(self, call_id: str, *, resume: bool) -> RealtimeSession:
         options: dict[str, Any] = dict(
@@ -147,10 +161,14 @@ class SipWorker:
             return False
         except Exception as exc:  # the call is gone (hung up meanwhile), the server refused…
             await session.close()
-            log.warning("taking over call %s failed: %s", call_id, exc)
-            if "No accepted call" in str(exc):
+            failures = self._failed[call_id] = self._failed.get(call_id, 0) + 1
+            log.warning("taking over call %s failed (%d): %s", call_id, failures, exc)
+            if failures >= MAX_ATTACH_FAILURES:
+                # Hung up while nobody owned it (the service refuses a sideband on an ended
+                # call): nobody will ever attach again.
                 await self.table.end(call_id)
             return False
+        self._failed.pop(call_id, None)
         self.taken_over.append(call_id)
         log.info("took over call %s", call_id)
         await self._answer_lost_calls(session, call_id)
@@ -189,6 +207,11 @@ class SipWorker:
             async for event in session:
                 if self._on_event is not None:
                     self._on_event(call_id, event)
+                if event.type == "error" and isinstance(event.exception, LeaseLost):
+                    # Taken over (this worker stalled past its lease): the call is another
+                    # worker's now; this one stops acting on it.
+                    log.error("call %s was taken over by another worker: leaving it", call_id)
+                    return
                 if event.type == "close":
                     if event.error is None:  # the call ended (not a lost lease, not a failure)
                         await self.table.end(call_id)
