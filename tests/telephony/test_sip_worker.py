@@ -5,7 +5,7 @@ up while nobody owned it is marked ended after MAX_ATTACH_FAILURES refused attac
 from __future__ import annotations
 
 import asyncio
-import uuid
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -13,7 +13,9 @@ from tests.server.test_sip_trunk import ringing
 from tests.store.conftest import pg_cluster  # noqa: F401 - the throwaway PostgreSQL cluster
 from tests.telephony.conftest import SECRET
 from voxwire.agents import RealtimeAgent
+from voxwire.exceptions import ConversationExists
 from voxwire.server import RealtimeServer
+from voxwire.server.sip import PhoneCall
 from voxwire.store.postgres import PostgresStore
 from voxwire.telephony.calls_table import CallsTable
 from voxwire.telephony.sip import SipCalls
@@ -23,11 +25,25 @@ AGENT = RealtimeAgent(name="desk", instructions="Answer.")
 
 
 @asynccontextmanager
+async def accepted() -> AsyncIterator[tuple[PhoneCall, SipCalls, RealtimeServer]]:
+    """A call accepted with the agent, on a schema named after it."""
+    async with ringing() as (trunk, phone, server), SipCalls(base_url=trunk.api_base_url) as calls:
+        await calls.accept(phone.call_id, AGENT)
+        yield phone, calls, server
+
+
+@asynccontextmanager
 async def worker(
-    conninfo: str, schema: str, calls: SipCalls, server: RealtimeServer
+    conninfo: str, call_id: str, calls: SipCalls, server: RealtimeServer
 ) -> AsyncIterator[SipWorker]:
+    """A worker on the call's schema, where the call is stored and listed (as a worker that
+    died right after accepting it left it)."""
+    schema = f"w_{call_id.lower()}"
     store = await PostgresStore.open(conninfo, schema=schema)
     table = await CallsTable.open(conninfo, schema=schema)
+    with contextlib.suppress(ConversationExists):
+        await store.create(call_id, agent=AGENT.name)
+    await table.add(call_id)
     one = SipWorker(
         AGENT,
         store=store,
@@ -49,39 +65,25 @@ def test_one_worker_takes_an_unowned_call_and_the_other_is_refused(
     pg_cluster: str,  # noqa: F811
 ) -> None:
     async def body() -> None:
-        schema = f"w_{uuid.uuid4().hex[:12]}"
         async with (
-            ringing() as (trunk, phone, server),
-            SipCalls(base_url=trunk.api_base_url) as calls,
+            accepted() as (phone, calls, server),
+            worker(pg_cluster, phone.call_id, calls, server) as first,
+            worker(pg_cluster, phone.call_id, calls, server) as second,
         ):
-            await calls.accept(phone.call_id, AGENT)
-            async with (
-                worker(pg_cluster, schema, calls, server) as first,
-                worker(pg_cluster, schema, calls, server) as second,
-            ):
-                await first.store.create(phone.call_id, agent=AGENT.name)
-                await first.table.add(phone.call_id)  # its owner died before attaching
-                assert await first.scan() == [phone.call_id]
-                assert await second.scan() == []  # the lease is the first one's
-                assert list(first.owned) == [phone.call_id]
-                assert second.owned == {}
-                assert phone.call.attached == 1
+            assert await first.scan() == [phone.call_id]
+            assert await second.scan() == []  # the lease is the first one's
+            assert list(first.owned) == [phone.call_id]
+            assert second.owned == {}
+            assert phone.call.attached == 1
 
     asyncio.run(body())
 
 
 def test_a_call_hung_up_while_unowned_is_marked_ended(pg_cluster: str) -> None:  # noqa: F811
     async def body() -> None:
-        schema = f"w_{uuid.uuid4().hex[:12]}"
-        async with (
-            ringing() as (trunk, phone, server),
-            SipCalls(base_url=trunk.api_base_url) as calls,
-        ):
-            await calls.accept(phone.call_id, AGENT)
+        async with accepted() as (phone, calls, server):
             await calls.hangup(phone.call_id)
-            async with worker(pg_cluster, schema, calls, server) as one:
-                await one.store.create(phone.call_id, agent=AGENT.name)
-                await one.table.add(phone.call_id)
+            async with worker(pg_cluster, phone.call_id, calls, server) as one:
                 for _ in range(MAX_ATTACH_FAILURES - 1):
                     assert await one.scan() == []
                 assert await one.table.active() == [phone.call_id]
