@@ -4,7 +4,8 @@ failover test asserts and what ``benches/sip_failover.py`` measures.
 The carrier is the local server's SIP trunk; the workers (``tests/telephony/failover_worker.py``)
 share a throwaway PostgreSQL schema. The call: the caller speaks; the agent calls its tool
 ``lookup`` (two seconds of work), then answers at length. ``mode``: ``"tool"`` kills the owner
-while its tool runs, ``"answer"`` at the first words of the answer after the tool.
+while its tool runs, ``"answer"`` at the first words of the answer after the tool; ``"drain"``
+sends it SIGTERM there instead (it hands its calls over and exits).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from voxwire.store.postgres import PostgresStore
 from voxwire.telephony.calls_table import CallsTable
 from voxwire.telephony.sip import SipCalls
 
-Mode = Literal["tool", "answer"]
+Mode = Literal["tool", "answer", "drain"]
 ANSWER = "I have looked at your account, and here is what I found for you today. " * 2
 SCENARIO = Scenario.from_mapping(
     {
@@ -158,8 +159,10 @@ async def _the_call(
     # The line carries silence after the question, as a phone does, until the hang-up.
     phone = await trunk.call(Caller((caller_speech(), Pause(60_000)), pace=1.0))
     await owner.wait_for("tool running" if mode == "tool" else "answer started")
-    owner.process.send_signal(signal.SIGKILL)
+    owner.process.send_signal(signal.SIGTERM if mode == "drain" else signal.SIGKILL)
     killed_at = time.monotonic()
+    if mode == "drain":
+        await owner.wait_for("drained")
     await owner.process.wait()
     await other.wait_for("took over")
     took_over_s = time.monotonic() - killed_at

@@ -7,7 +7,8 @@ Arguments: CONNINFO SCHEMA REALTIME_URL API_BASE_URL WORKDIR SECRET LEASE_TTL_S.
 Prints ``listening PORT`` once its webhook serves; ``tool running CALL_ID`` when its tool
 starts (the tool appends ``lookup PID CALL_ID`` to WORKDIR/ran, then takes a while);
 ``answer started CALL_ID`` at the first transcript delta of an answer after a tool;
-``took over CALL_ID`` when it took a call over.
+``took over CALL_ID`` when it took a call over. SIGTERM: it drains (hands its calls over),
+prints ``drained`` and exits.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -71,13 +73,17 @@ async def main(argv: list[str]) -> None:
         scan_every_s=0.2,
         on_event=watch,
     )
-    config = uvicorn.Config(worker.webhook, host="127.0.0.1", port=0, log_level="warning")
+    config = uvicorn.Config(worker, host="127.0.0.1", port=0, log_level="warning")
     server = uvicorn.Server(config)
     serving = asyncio.create_task(server.serve())
     while not server.started:  # noqa: ASYNC110 - uvicorn has no event to wait on
         await asyncio.sleep(0.01)
     print(f"listening {server.servers[0].sockets[0].getsockname()[1]}", flush=True)
     scanning = asyncio.create_task(worker.run())
+    draining: list[asyncio.Task[None]] = []
+    asyncio.get_running_loop().add_signal_handler(
+        signal.SIGTERM, lambda: draining.append(asyncio.create_task(drain_and_exit(worker, server)))
+    )
     taken = 0
     while not serving.done():
         await asyncio.sleep(0.05)
@@ -85,6 +91,13 @@ async def main(argv: list[str]) -> None:
             print(f"took over {call_id}", flush=True)
         taken = len(worker.taken_over)
     scanning.cancel()
+
+
+async def drain_and_exit(worker: SipWorker, server: uvicorn.Server) -> None:
+    """SIGTERM: hand the calls over, then stop serving."""
+    await worker.drain()
+    print("drained", flush=True)
+    server.should_exit = True
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """A SIP call survives the death of its worker: two worker processes on one PostgreSQL store,
 the local server's SIP trunk as the carrier, the owner SIGKILLed mid-tool-call and mid-answer
-(tests/telephony/failover_run.py). The other worker takes the call within seconds, the caller
-hears the agent again, the tool ran once, the stored conversation has no duplicate and follows
-the call's own (server) conversation."""
+(tests/telephony/failover_run.py), or sent SIGTERM mid-answer (it drains: hands the call
+over). The other worker takes the call within seconds, the caller hears the agent again, the
+tool ran once, the stored conversation has no duplicate and follows the call's own (server)
+conversation."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from tests.store.conftest import pg_cluster  # noqa: F401 - the throwaway Postgr
 from tests.telephony.failover_run import Mode, run_failover
 
 
-@pytest.mark.parametrize("mode", ["tool", "answer"])
+@pytest.mark.parametrize("mode", ["tool", "answer", "drain"])
 def test_the_call_goes_on_when_its_worker_is_killed(
     pg_cluster: str,  # noqa: F811
     tmp_path: Path,

@@ -9,9 +9,11 @@ import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import httpx
+
 from tests.server.test_sip_trunk import ringing
 from tests.store.conftest import pg_cluster  # noqa: F401 - the throwaway PostgreSQL cluster
-from tests.telephony.conftest import SECRET
+from tests.telephony.conftest import SECRET, serving_asgi
 from voxwire.agents import RealtimeAgent
 from voxwire.exceptions import ConversationExists
 from voxwire.server import RealtimeServer
@@ -89,5 +91,35 @@ def test_a_call_hung_up_while_unowned_is_marked_ended(pg_cluster: str) -> None: 
                 assert await one.table.active() == [phone.call_id]
                 assert await one.scan() == []
                 assert await one.table.active() == []
+
+    asyncio.run(body())
+
+
+def test_a_draining_worker_says_so_refuses_calls_and_hands_its_calls_over(
+    pg_cluster: str,  # noqa: F811
+) -> None:
+    async def body() -> None:
+        async with (
+            accepted() as (phone, calls, server),
+            worker(pg_cluster, phone.call_id, calls, server) as first,
+            worker(pg_cluster, phone.call_id, calls, server) as second,
+            serving_asgi(first) as base,
+            httpx.AsyncClient(base_url=base) as http,
+        ):
+            assert await first.scan() == [phone.call_id]
+            health = await http.get("/health")
+            assert (health.status_code, health.json()) == (
+                200,
+                {"status": "ok", "calls": [phone.call_id]},
+            )
+            await first.drain()
+            health = await http.get("/health")
+            assert (health.status_code, health.json()) == (503, {"status": "draining", "calls": []})
+            refused = await http.post("/webhook", content=b"{}")
+            assert refused.status_code == 503
+            assert await first.scan() == []  # a draining worker takes nothing
+            assert await second.scan() == [phone.call_id]  # released: taken at once
+            assert phone.state == "accepted"
+            assert phone.call.attached == 2
 
     asyncio.run(body())

@@ -51,7 +51,7 @@ from voxwire.store import ConversationStore, orphaned_call_ids
 from voxwire.store.lease import DEFAULT_LEASE_TTL_S
 from voxwire.telephony.calls_table import CallsTable
 from voxwire.telephony.sip import SipCalls
-from voxwire.telephony.webhooks import WebhookApp
+from voxwire.telephony.webhooks import Receive, Scope, Send, WebhookApp, respond_json
 
 __all__ = ["LOST_OUTPUT", "SipWorker"]
 
@@ -97,6 +97,34 @@ class SipWorker:
         self.owned: dict[str, asyncio.Task[None]] = {}  # call id -> the task serving it
         self.taken_over: list[str] = []  # calls this worker took over from another
         self._failed: dict[str, int] = {}  # call id -> attachments failed in a row
+        self.draining = False
+
+    # --- the HTTP face: the webhook, the health endpoint ------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The worker as an ASGI app: ``GET /health`` (200 with the calls it owns; 503 once
+        draining, so a load balancer stops sending it calls), every other request to the
+        webhook (:attr:`webhook`) — refused with 503 while draining (the service retries a
+        webhook it did not get a 2xx for: through the load balancer, on a live worker)."""
+        if scope["type"] == "http" and scope.get("path") == "/health":
+            state = "draining" if self.draining else "ok"
+            status = 503 if self.draining else 200
+            await respond_json(send, status, {"status": state, "calls": sorted(self.owned)})
+            return
+        if scope["type"] == "http" and self.draining:
+            await respond_json(send, 503, {"error": "draining: this worker takes no new calls"})
+            return
+        await self.webhook(scope, receive, send)
+
+    async def drain(self, finish_within_s: float = 0.0) -> None:
+        """Stop taking calls (new ones and taken-over ones), give the calls it owns
+        ``finish_within_s`` to end, then hand the rest over: their sessions close and release
+        their leases (the calls stay up), and the other workers' next scan takes them."""
+        self.draining = True
+        tasks = list(self.owned.values())
+        if tasks and finish_within_s > 0:
+            await asyncio.wait(tasks, timeout=finish_within_s)
+        await self.aclose()
 
     def _session(self, call_id: str, *, resume: bool) -> RealtimeSession:
         options: dict[str, Any] = dict(
@@ -134,8 +162,8 @@ class SipWorker:
     # --- taking calls over ------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Scan for calls to take over every ``scan_every_s`` until cancelled."""
-        while True:
+        """Scan for calls to take over every ``scan_every_s`` until cancelled or draining."""
+        while not self.draining:
             try:
                 await self.scan()
             except (StoreError, OSError) as exc:
@@ -143,8 +171,11 @@ class SipWorker:
             await asyncio.sleep(self._scan_s)
 
     async def scan(self) -> list[str]:
-        """One scan: take over every active call whose owner is gone; the calls taken."""
+        """One scan: take over every active call whose owner is gone; the calls taken (none
+        while draining)."""
         taken: list[str] = []
+        if self.draining:
+            return taken
         for call_id in await self.table.active():
             if call_id in self.owned:
                 continue
