@@ -63,15 +63,21 @@ async def worker(
         await store.close()
 
 
+@asynccontextmanager
+async def two_workers(conninfo: str) -> AsyncIterator[tuple[PhoneCall, SipWorker, SipWorker]]:
+    async with (
+        accepted() as (phone, calls, server),
+        worker(conninfo, phone.call_id, calls, server) as first,
+        worker(conninfo, phone.call_id, calls, server) as second,
+    ):
+        yield phone, first, second
+
+
 def test_one_worker_takes_an_unowned_call_and_the_other_is_refused(
     pg_cluster: str,  # noqa: F811
 ) -> None:
     async def body() -> None:
-        async with (
-            accepted() as (phone, calls, server),
-            worker(pg_cluster, phone.call_id, calls, server) as first,
-            worker(pg_cluster, phone.call_id, calls, server) as second,
-        ):
+        async with two_workers(pg_cluster) as (phone, first, second):
             assert await first.scan() == [phone.call_id]
             assert await second.scan() == []  # the lease is the first one's
             assert list(first.owned) == [phone.call_id]
@@ -100,9 +106,7 @@ def test_a_draining_worker_says_so_refuses_calls_and_hands_its_calls_over(
 ) -> None:
     async def body() -> None:
         async with (
-            accepted() as (phone, calls, server),
-            worker(pg_cluster, phone.call_id, calls, server) as first,
-            worker(pg_cluster, phone.call_id, calls, server) as second,
+            two_workers(pg_cluster) as (phone, first, second),
             serving_asgi(first) as base,
             httpx.AsyncClient(base_url=base) as http,
         ):
