@@ -1,5 +1,6 @@
 """SIP failover, end to end (issue 33): a call through two worker processes on one PostgreSQL
-store, the owner SIGKILLed mid-tool-call and mid-answer, ``RUNS`` times each
+store, the owner SIGKILLed mid-tool-call and mid-answer (and sent SIGTERM mid-answer: a drain),
+``RUNS`` times each
 (tests/telephony/failover_run.py: the local server's SIP trunk as the carrier, real-time audio,
 a throwaway PostgreSQL cluster as in tests/store).
 
@@ -38,7 +39,7 @@ def _checked(outcome: Outcome) -> Outcome:
     return outcome
 
 
-@pytest.mark.parametrize("mode", ["tool", "answer"])
+@pytest.mark.parametrize("mode", ["tool", "answer", "drain"])
 def test_failover_figures(pg_cluster: str, tmp_path: Path, mode: Mode) -> None:  # noqa: F811
     outcomes = []
     for run in range(RUNS):
@@ -47,8 +48,10 @@ def test_failover_figures(pg_cluster: str, tmp_path: Path, mode: Mode) -> None: 
         outcomes.append(_checked(asyncio.run(run_failover(pg_cluster, workdir, mode))))
     takeover = [o.took_over_s for o in outcomes]
     gaps = [o.gap_s for o in outcomes]
+    print(f"\n{mode} takeover s: {' '.join(f'{t:.3f}' for t in takeover)}")
+    print(f"{mode} gap s: {' '.join(f'{g:.3f}' for g in gaps)}")
     print(
-        f"\nkilled mid-{mode}, {RUNS} runs, all continued, tool ran once each, store == call: "
+        f"killed mid-{mode}, {RUNS} runs, all continued, tool ran once each, store == call: "
         f"takeover median {statistics.median(takeover):.3f} s, worst {max(takeover):.3f} s; "
         f"caller gap median {statistics.median(gaps):.3f} s, worst {max(gaps):.3f} s"
     )

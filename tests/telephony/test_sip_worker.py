@@ -36,7 +36,7 @@ async def accepted() -> AsyncIterator[tuple[PhoneCall, SipCalls, RealtimeServer]
 
 @asynccontextmanager
 async def worker(
-    conninfo: str, call_id: str, calls: SipCalls, server: RealtimeServer
+    conninfo: str, call_id: str, calls: SipCalls, server: RealtimeServer, grace_s: float = 0.0
 ) -> AsyncIterator[SipWorker]:
     """A worker on the call's schema, where the call is stored and listed (as a worker that
     died right after accepting it left it)."""
@@ -54,6 +54,7 @@ async def worker(
         secret=SECRET,
         url=server.base_url + "/realtime",
         lease_ttl_s=5,
+        new_call_grace_s=grace_s,
     )
     try:
         yield one
@@ -125,5 +126,20 @@ def test_a_draining_worker_says_so_refuses_calls_and_hands_its_calls_over(
             assert await second.scan() == [phone.call_id]  # released: taken at once
             assert phone.state == "accepted"
             assert phone.call.attached == 2
+
+    asyncio.run(body())
+
+
+def test_a_call_just_accepted_is_left_to_its_worker_for_the_grace(
+    pg_cluster: str,  # noqa: F811
+) -> None:
+    async def body() -> None:
+        async with (
+            accepted() as (phone, calls, server),
+            worker(pg_cluster, phone.call_id, calls, server, grace_s=60) as patient,
+        ):
+            assert await patient.table.active() == [phone.call_id]
+            assert await patient.scan() == []  # listed just now: its accepting worker's
+            assert phone.call.attached == 0
 
     asyncio.run(body())

@@ -89,10 +89,16 @@ class CallsTable:
             (call_id,),
         )
 
-    async def active(self) -> list[str]:
-        """The calls not over, oldest first."""
+    async def active(self, *, listed_for_s: float = 0.0) -> list[str]:
+        """The calls not over, oldest first; with ``listed_for_s``, only those listed at least
+        that long ago (by the database's clock)."""
         rows = await self._run(
-            sql.SQL("SELECT call_id FROM sip_calls WHERE state = 'active' ORDER BY created_at")
+            sql.SQL(
+                "SELECT call_id FROM sip_calls WHERE state = 'active' "
+                "AND created_at <= clock_timestamp() - make_interval(secs => %s) "
+                "ORDER BY created_at"
+            ),
+            (float(listed_for_s),),
         )
         return [str(row[0]) for row in rows]
 

@@ -71,7 +71,10 @@ LOST_OUTPUT: Final = {
 class SipWorker:
     """One worker of a pool (module docstring). ``url``: the Realtime websocket URL the
     sidebands attach to (``wss://api.openai.com/v1/realtime``; a local server's
-    ``server.base_url + "/realtime"``); ``session_options``: more ``RealtimeSession`` options
+    ``server.base_url + "/realtime"``); ``new_call_grace_s`` (default ``lease_ttl_s``): how
+    long a call just accepted is left to the worker that accepted it (its session takes the
+    lease in that time; were it to die before, the call is taken over after this);
+    ``session_options``: more ``RealtimeSession`` options
     (not ``store``, ``conversation_id``, ``call_id``); ``on_event``: called with the call id and
     each event of the call's session (to watch a call: its tools, its transcript)."""
 
@@ -86,11 +89,14 @@ class SipWorker:
         url: str,
         lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
         scan_every_s: float = 0.5,
+        new_call_grace_s: float | None = None,
         session_options: Mapping[str, Any] | None = None,
         on_event: Callable[[str, SessionEvent], None] | None = None,
     ) -> None:
         self.agent, self.store, self.table, self.calls = agent, store, calls_table, calls
         self._url, self._ttl_s, self._scan_s = url, lease_ttl_s, scan_every_s
+        # A call just listed is its accepting worker's until its session holds the lease.
+        self._grace_s = lease_ttl_s if new_call_grace_s is None else new_call_grace_s
         self._options = dict(session_options or {})
         self._on_event = on_event
         self.webhook = WebhookApp(secret, self._incoming)
@@ -176,7 +182,7 @@ class SipWorker:
         taken: list[str] = []
         if self.draining:
             return taken
-        for call_id in await self.table.active():
+        for call_id in await self.table.active(listed_for_s=self._grace_s):
             if call_id in self.owned:
                 continue
             if await self._take_over(call_id):
