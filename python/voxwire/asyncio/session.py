@@ -306,7 +306,9 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
             self._persistence,
             options.open_timeout_s,
             self._translator,
-            server_keeps=options.call_id is not None,
+            # Resumed on the SIP call the conversation is named after (a worker taking the
+            # call over): the call's server session holds the conversation already.
+            server_keeps=options.call_id is not None and options.call_id == options.conversation_id,
         )
         host = hosts.AgentHost(self)
         active = self._switcher.active

@@ -3,9 +3,10 @@
 A resumed session connects like any other, with the agent that was active when the
 conversation was last recorded, then goes on where the conversation stopped:
 
-1. the conversation is replayed on the new server session (not on a session attached to a SIP
-   call by ``call_id``: the call's server session still holds it — a worker taking a call
-   over, docs/telephony.md) — the items
+1. the conversation is replayed on the new server session (not on a session attached by
+   ``call_id`` to the SIP call the conversation is named after — ``conversation_id ==
+   call_id``: the call's server session still holds it; a worker taking the call over,
+   docs/telephony.md) — the items
    :func:`~voxwire.store.replay_items` keeps (an orphaned function call is left out, with what
    is tied only to it), made sendable by the same rules as after a reconnection
    (:func:`~voxwire.protocol.restoration.restoration_items`: audio as its transcript, each item
@@ -234,8 +235,8 @@ class ConversationStart:
         server_keeps: bool = False,
     ) -> None:
         self._persistence = persistence
-        # Attached to a SIP call by call_id: the call's server session already holds the
-        # conversation (the sideband of a worker taking the call over); nothing is replayed.
+        # Attached by call_id to the SIP call the conversation is named after: the call's
+        # server session already holds the conversation (a worker taking the call over).
         self._server_keeps = server_keeps
         self._history = history
         self._timeout_s = timeout_s
