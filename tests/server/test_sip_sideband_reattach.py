@@ -3,7 +3,7 @@ application's websocket on a call goes away, the call and its session go on — 
 talking into it, the agent's answers keep reaching the phone — and a new websocket attached by
 the same ``call_id`` joins that same session: its own ``session.created``, the events from then
 on, the conversation as it stands. A session resumed on such a call replays nothing (the
-call's session holds the conversation)."""
+call's session holds the conversation); resumed onto another call, it is replayed there."""
 
 from __future__ import annotations
 
@@ -107,6 +107,16 @@ def test_a_session_resumed_on_a_call_replays_nothing(tmp_path: Path) -> None:
             assert errors == []
             stored = [i.id for i in (await store.load(phone.call_id)).items]
             assert stored == after
+            # The same conversation resumed onto another call is replayed there.
+            other = await trunk.call()
+            async with SipCalls(base_url=trunk.api_base_url) as calls:
+                await calls.accept(other.call_id, config={"instructions": "Be brief."})
+            onto = RealtimeSession.resume(store, phone.call_id, url=url, call_id=other.call_id)
+            async with onto:
+                pass
+            assert other.line.connection is not None
+            replayed = other.line.connection.session.conversation.items()
+            assert [i.id for i in replayed] == stored
             await store.close()
 
     asyncio.run(body())
