@@ -5,7 +5,8 @@ The carrier is the local server's SIP trunk; the workers (``tests/telephony/fail
 share a throwaway PostgreSQL schema. The call: the caller speaks; the agent calls its tool
 ``lookup`` (two seconds of work), then answers at length. ``mode``: ``"tool"`` kills the owner
 while its tool runs, ``"answer"`` at the first words of the answer after the tool; ``"drain"``
-sends it SIGTERM there instead (it hands its calls over and exits).
+sends it SIGTERM there instead (it hands its calls over and exits); ``"event"`` kills it right
+after its session's ``kill_after``-th event (deltas not counted): the fuzz of the kill point.
 """
 
 from __future__ import annotations
@@ -24,14 +25,15 @@ from typing import Literal
 from tests.children import ROOT, child_env
 from tests.telephony.conftest import SECRET, caller_speech
 from voxwire.server import RealtimeServer, Scenario
+from voxwire.server.connection import RealtimeConnection
 from voxwire.server.phone import PHONE_RATE_HZ, Caller, Pause, PhoneLine
 from voxwire.server.responses import Pacing
-from voxwire.server.sip import SipTrunk
+from voxwire.server.sip import PhoneCall, SipTrunk
 from voxwire.store.postgres import PostgresStore
 from voxwire.telephony.calls_table import CallsTable
 from voxwire.telephony.sip import SipCalls
 
-Mode = Literal["tool", "answer", "drain"]
+Mode = Literal["tool", "answer", "drain", "event"]
 ANSWER = "I have looked at your account, and here is what I found for you today. " * 2
 SCENARIO = Scenario.from_mapping(
     {
@@ -126,7 +128,9 @@ async def _answer_over(line: PhoneLine, killed_at: float) -> None:
                 return
 
 
-async def run_failover(conninfo: str, workdir: Path, mode: Mode, ttl_s: float = 2.0) -> Outcome:
+async def run_failover(
+    conninfo: str, workdir: Path, mode: Mode, ttl_s: float = 2.0, kill_after: int = 0
+) -> Outcome:
     """One call, its owner killed (module docstring); everything it started is stopped."""
     schema = f"f_{uuid.uuid4().hex[:12]}"
     async with RealtimeServer(scenario=SCENARIO, pacing=REAL_TIME, transcriber=None) as server:
@@ -141,24 +145,22 @@ async def run_failover(conninfo: str, workdir: Path, mode: Mode, ttl_s: float = 
             await other.wait_for("listening")
             webhook = f"http://127.0.0.1:{port}/webhook"
             async with SipTrunk(server, webhook_url=webhook, secret=SECRET, port=api_port) as trunk:
-                return await _the_call(trunk, owner, other, mode, conninfo, schema, workdir)
+                failed_over = await _fail_over(trunk, owner, other, mode, kill_after)
+                return await _outcome(trunk, failed_over, conninfo, schema, workdir)
         finally:
             await owner.stop()
             await other.stop()
 
 
-async def _the_call(
-    trunk: SipTrunk,
-    owner: Worker,
-    other: Worker,
-    mode: Mode,
-    conninfo: str,
-    schema: str,
-    workdir: Path,
-) -> Outcome:
+async def _fail_over(
+    trunk: SipTrunk, owner: Worker, other: Worker, mode: Mode, kill_after: int
+) -> tuple[PhoneCall, float, float, float]:
+    """The call, its owner killed where ``mode`` says, the other worker's takeover, the answer
+    over: (the call, the takeover's time, the caller's gap, the audio heard after the kill)."""
     # The line carries silence after the question, as a phone does, until the hang-up.
     phone = await trunk.call(Caller((caller_speech(), Pause(60_000)), pace=1.0))
-    await owner.wait_for("tool running" if mode == "tool" else "answer started")
+    trigger = {"tool": "tool running", "event": f"event {kill_after} "}.get(mode, "answer started")
+    await owner.wait_for(trigger)
     owner.process.send_signal(signal.SIGTERM if mode == "drain" else signal.SIGKILL)
     killed_at = time.monotonic()
     if mode == "drain":
@@ -166,8 +168,37 @@ async def _the_call(
     await owner.process.wait()
     await other.wait_for("took over")
     took_over_s = time.monotonic() - killed_at
+    if mode == "event":  # the kill may come after the answer: no audio is due then
+        assert phone.line.connection is not None
+        await _answered(phone.line.connection)
+        return phone, took_over_s, 0.0, 0.0
     await _answer_over(phone.line, killed_at)
-    gap_s, heard_s = caller_gap(phone.line, killed_at)
+    return phone, took_over_s, *caller_gap(phone.line, killed_at)
+
+
+async def _answered(connection: RealtimeConnection) -> None:
+    """Wait until the call's session holds the answer after the tool's output, complete."""
+    async with asyncio.timeout(TIMEOUT_S):
+        while True:
+            await asyncio.sleep(0.1)
+            items = connection.session.conversation.items()
+            kinds = [(i.type, getattr(i, "status", None)) for i in items]
+            if not any(kind == "function_call_output" for kind, _ in kinds):
+                continue
+            start = next(n for n, k in enumerate(kinds) if k[0] == "function_call_output")
+            if ("message", "completed") in kinds[start:] and not connection.responses.responding:
+                return
+
+
+async def _outcome(
+    trunk: SipTrunk,
+    failed_over: tuple[PhoneCall, float, float, float],
+    conninfo: str,
+    schema: str,
+    workdir: Path,
+) -> Outcome:
+    """Hang up; the checks' material: the tool's runs, the store against the call."""
+    phone, took_over_s, gap_s, heard_s = failed_over
     async with SipCalls(base_url=trunk.api_base_url) as calls:
         await calls.hangup(phone.call_id)
     table = await CallsTable.open(conninfo, schema=schema)

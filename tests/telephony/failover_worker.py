@@ -7,7 +7,8 @@ Arguments: CONNINFO SCHEMA REALTIME_URL API_BASE_URL WORKDIR SECRET LEASE_TTL_S.
 Prints ``listening PORT`` once its webhook serves; ``tool running CALL_ID`` when its tool
 starts (the tool appends ``lookup PID CALL_ID`` to WORKDIR/ran, then takes a while);
 ``answer started CALL_ID`` at the first transcript delta of an answer after a tool;
-``took over CALL_ID`` when it took a call over. SIGTERM: it drains (hands its calls over),
+``took over CALL_ID`` when it took a call over; ``event N TYPE`` after each session event but
+deltas. SIGTERM: it drains (hands its calls over),
 prints ``drained`` and exits.
 """
 
@@ -48,12 +49,16 @@ def agent(workdir: Path) -> RealtimeAgent:
 
 def watch(call_id: str, event: SessionEvent) -> None:
     logging.getLogger("worker").info("%s %s", call_id, event.type)
+    if not event.type.endswith("_delta"):
+        _events.append(event.type)
+        print(f"event {len(_events)} {event.type}", flush=True)
     if event.type == "assistant_transcript_delta" and not _answering.get(call_id):
         _answering[call_id] = True
         print(f"answer started {call_id}", flush=True)
 
 
 _answering: dict[str, bool] = {}
+_events: list[str] = []  # the session events so far (deltas not counted), of every call
 
 
 async def main(argv: list[str]) -> None:
