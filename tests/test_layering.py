@@ -185,6 +185,8 @@ RULES: dict[str, dict[str, set[str]]] = {
     # Phone calls (SIP call control, webhooks, DTMF): above the session, like an application.
     # httpx: the REST client of the telephony extra (imported by telephony/sip.py only).
     # websockets, msgspec, numpy, audio: the Twilio Media Streams bridge (telephony/twilio).
+    # store, psycopg: the SIP workers' shared store and calls table (telephony/sip_worker.py,
+    # telephony/calls_table.py; the postgres extra).
     "telephony": {
         "voxwire": {
             "voxwire.telephony",
@@ -195,8 +197,9 @@ RULES: dict[str, dict[str, set[str]]] = {
             "voxwire.audio",
             "voxwire.exceptions",
             "voxwire.logs",  # stdlib only: the websockets log filters
+            "voxwire.store",
         },
-        "third_party": {"httpx", "websockets", "msgspec", "numpy"},
+        "third_party": {"httpx", "websockets", "msgspec", "numpy", "psycopg"},
         "no_stdlib": set(),
     },
     # The Twilio Media Streams bridge: the session by its public names only, the audio core's

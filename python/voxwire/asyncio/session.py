@@ -312,7 +312,7 @@ class RealtimeSession(SessionReading, SessionSending, SessionControl, SessionPer
         self._renewer = Renewer(renewal, hosts.RenewHost(self)) if renewal is not None else None
         self._background = OwnedTasks(self._background_failed)
         self._persistence = Persistence(options, emit)
-        self._start = ConversationStart(self._persistence, options.open_timeout_s, self._translator)
+        self._start = ConversationStart(self._persistence, options, self._translator)
         host = hosts.AgentHost(self)
         active = self._switcher.active
         self._tools = ToolRunner(

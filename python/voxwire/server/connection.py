@@ -19,6 +19,7 @@ from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
 
 from voxwire.protocol import ServerEvent
 from voxwire.server.core.conversation import DEFAULT_AUDIO_BUDGET_BYTES
@@ -75,8 +76,13 @@ class RealtimeConnection:
         settings: ConnectionSettings,
         *,
         outbound: Callable[[Sequence[ServerEvent]], Sequence[ServerEvent]] | None = None,
+        outlives_socket: bool = False,
     ) -> None:
         self._ws = ws
+        # A SIP call's session outlives its sideband: it goes on without one, and a new
+        # sideband attaches to it (:meth:`attach`); events go to every sideband still open.
+        self._outlives = outlives_socket
+        self._sidebands: list[ServerConnection] = [ws]
         # A SIP call's phone line takes the audio deltas (they go to the phone, not the socket).
         self._outbound = outbound
         self._feeding = asyncio.Lock()
@@ -108,6 +114,19 @@ class RealtimeConnection:
     @property
     def session_id(self) -> str:
         return str(self.session.session["id"])
+
+    def attach(self, ws: ServerConnection) -> None:
+        """Another sideband on this (SIP call's) session: it gets the events from now on, and
+        :meth:`serve` serves its frames."""
+        self._ws = ws
+        self._sidebands = [s for s in self._sidebands if s.state is State.OPEN] + [ws]
+        self._faults = FaultInjector(ws, self._expired_event, lambda: self.session_id)
+
+    async def end(self) -> None:
+        """End a session that outlives its sidebands (the call ended): its responses and
+        transcriptions stop."""
+        await self.responses.close()
+        await self.transcriptions.close()
 
     async def inject(self, *faults: Fault) -> None:
         """Arm ``faults`` on this connection (see :mod:`voxwire.server.faults`); triggers count
@@ -149,15 +168,37 @@ class RealtimeConnection:
         if self._faults.active:
             await self._faults.send(events)
             return
+        if self._outlives:
+            await self._to_sidebands(events)
+            return
         for event in events:
             await self._ws.send(encode_server_event(event))
+
+    async def _to_sidebands(self, events: Sequence[ServerEvent]) -> None:
+        """A call's events to its open sidebands; with none, the session goes on unwatched
+        (the phone still gets the audio: the outbound filter took it)."""
+        for ws in list(self._sidebands):
+            try:
+                for event in events:
+                    await ws.send(encode_server_event(event))
+            except ConnectionClosed:
+                if ws in self._sidebands:
+                    self._sidebands.remove(ws)
 
     async def serve(self) -> None:
         expiry = asyncio.create_task(self._expire(), name="voxwire-session-expiry")
         try:
             await self._faults.arm(self._settings.faults)
-            await self._send([self.session.created_event()])
-            async for frame in self._ws:
+            ws = self._ws
+            if self._outlives:  # a call's session.created goes to the sideband attaching only
+                created: Sequence[ServerEvent] = [self.session.created_event()]
+                if self._outbound is not None:
+                    created = self._outbound(created)
+                for event in created:
+                    await ws.send(encode_server_event(event))
+            else:
+                await self._send([self.session.created_event()])
+            async for frame in ws:
                 try:
                     await self.feed(frame)
                 except ConnectionClosed:
@@ -173,8 +214,8 @@ class RealtimeConnection:
         finally:
             if self._settings.observer is not None:
                 self._settings.observer(self, None)
-            await self.responses.close()
-            await self.transcriptions.close()
+            if not self._outlives:
+                await self.end()
             expiry.cancel()
             # The timer's own CancelledError comes back as a result; a cancellation of this
             # task while waiting still propagates.

@@ -157,6 +157,9 @@ class PhoneLine:
     dtmf_sent: list[InputAudioBufferDtmfEventReceived] = field(default_factory=list)
     connection: RealtimeConnection | None = None
     keys_heard: list[str] = field(default_factory=list)  # DTMF the agent sent to the phone
+    #: When each part of the agent's audio reached the phone (``time.monotonic()``) and its
+    #: samples at 8 kHz: the caller's side of a gap (a worker failing over) is measured on it.
+    heard_at: list[tuple[float, int]] = field(default_factory=list)
 
     # --- what the agent says --------------------------------------------------------------------
 
@@ -195,6 +198,7 @@ class PhoneLine:
             pcm = self._to_phone.process(pcm)
         # The phone network carries µ-law: what the handset plays went through it.
         self._heard.append(g711.ulaw_decode(g711.ulaw_encode(pcm)))
+        self.heard_at.append((time.monotonic(), len(pcm)))
 
     def heard(self) -> npt.NDArray[np.int16]:
         """The agent's audio as the phone played it: PCM16 at 8 kHz."""

@@ -296,14 +296,20 @@ class SipTrunk(StartsAndCloses):
         the first attachment starts the caller."""
         phone = self.calls[call_id]
         line = phone.line
-        connection = RealtimeConnection(ws, phone.call.model, settings, outbound=line.outbound)
-        connection.session.configure(phone.call.session)
         phone.call.attached += 1
         phone._sockets.append(ws)
-        if line.connection is None:
-            line.connection = connection
-            task = asyncio.create_task(self._play(phone, connection), name="voxwire-sip-caller")
-            phone._tasks.append(task)
+        if line.connection is not None:
+            # Another sideband on the call (a worker taking over): the same session, which
+            # went on while no sideband was attached (docs/telephony.md, failover).
+            line.connection.attach(ws)
+            return line.connection
+        connection = RealtimeConnection(
+            ws, phone.call.model, settings, outbound=line.outbound, outlives_socket=True
+        )
+        connection.session.configure(phone.call.session)
+        line.connection = connection
+        task = asyncio.create_task(self._play(phone, connection), name="voxwire-sip-caller")
+        phone._tasks.append(task)
         return connection
 
     async def _play(self, phone: PhoneCall, connection: RealtimeConnection) -> None:
@@ -320,6 +326,8 @@ class SipTrunk(StartsAndCloses):
         await asyncio.gather(*phone._tasks, return_exceptions=True)
         if phone.live is not None:
             await phone.live.end()
+        if phone.line.connection is not None:
+            await phone.line.connection.end()
         for ws in phone._sockets:
             with contextlib.suppress(Exception):
                 await ws.close(1000, f"call {phone.call.state}")

@@ -96,21 +96,21 @@ class WebhookApp:
         if scope["type"] != "http":
             return
         if scope["method"] != "POST":
-            await _respond(send, 405, {"error": "use POST: this endpoint takes webhooks"})
+            await respond_json(send, 405, {"error": "use POST: this endpoint takes webhooks"})
             return
         body = await _read_body(receive)
         if body is None:
-            await _respond(send, 413, {"error": f"body over {MAX_WEBHOOK_BYTES} bytes"})
+            await respond_json(send, 413, {"error": f"body over {MAX_WEBHOOK_BYTES} bytes"})
             return
         try:
             event = verify(scope["headers"], body, self._secret, tolerance_s=self._tolerance_s)
         except WebhookError as exc:
             self.refused.append(exc)
             log.warning("webhook refused (%s): %s", exc.reason, exc)
-            await _respond(send, 400, {"error": str(exc), "reason": exc.reason})
+            await respond_json(send, 400, {"error": str(exc), "reason": exc.reason})
             return
         first = self._remember(event.webhook_id)
-        await _respond(send, 200, {"ok": True})
+        await respond_json(send, 200, {"ok": True})
         handler: Callable[[Any], Awaitable[None] | None] | None = None
         if isinstance(event, RealtimeCallIncoming):
             handler = self._on_call
@@ -180,7 +180,7 @@ async def _read_body(receive: Receive) -> bytes | None:
             return bytes(body)
 
 
-async def _respond(send: Send, status: int, payload: dict[str, Any]) -> None:
+async def respond_json(send: Send, status: int, payload: dict[str, Any]) -> None:
     data = json.dumps(payload).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -3,7 +3,10 @@
 A resumed session connects like any other, with the agent that was active when the
 conversation was last recorded, then goes on where the conversation stopped:
 
-1. the conversation is replayed on the new server session — the items
+1. the conversation is replayed on the new server session (not on a session attached by
+   ``call_id`` to the SIP call the conversation is named after — ``conversation_id ==
+   call_id``: the call's server session still holds it; a worker taking the call over,
+   docs/telephony.md) — the items
    :func:`~voxwire.store.replay_items` keeps (an orphaned function call is left out, with what
    is tied only to it), made sendable by the same rules as after a reconnection
    (:func:`~voxwire.protocol.restoration.restoration_items`: audio as its transcript, each item
@@ -219,14 +222,33 @@ class HistoryHold(Protocol):
     def release_history(self) -> None: ...
 
 
+class StartOptions(Protocol):
+    """What the start reads of the session's options (:class:`~voxwire.asyncio.options.
+    SessionOptions`)."""
+
+    @property
+    def open_timeout_s(self) -> float: ...
+
+    @property
+    def call_id(self) -> str | None: ...
+
+    @property
+    def conversation_id(self) -> str | None: ...
+
+
 class ConversationStart:
     """How a session's conversation begins at ``connect()``: new (created in the store, if
     there is one), or resumed (:meth:`resume_from`; module docstring)."""
 
-    def __init__(self, persistence: Persistence, timeout_s: float, history: HistoryHold) -> None:
+    def __init__(self, persistence: Persistence, options: StartOptions, history: HistoryHold):
         self._persistence = persistence
+        # Attached by call_id to the SIP call the conversation is named after: the call's
+        # server session already holds the conversation (a worker taking the call over).
+        self._server_keeps = options.call_id is not None and (
+            options.call_id == options.conversation_id
+        )
         self._history = history
-        self._timeout_s = timeout_s
+        self._timeout_s = options.open_timeout_s
         self._resuming = False
         self._snapshot: SessionSnapshot | None = None
         self._agents: Sequence[RealtimeAgent] = ()
@@ -268,11 +290,14 @@ class ConversationStart:
         """After the first ``session.update``: replay, then take the calls up again."""
         if self._snapshot is None:
             return
-        self._history.hold_history()
-        try:
-            await self._replay(protocol, flush)
-        finally:
-            self._history.release_history()
+        if self._server_keeps:
+            self._replayed = items_to_replay(self._snapshot)[1]
+        else:
+            self._history.hold_history()
+            try:
+                await self._replay(protocol, flush)
+            finally:
+                self._history.release_history()
         for resumed in calls_to_resume(self._snapshot, self._replayed):
             self._persistence.remember_call(resumed.call)
             tools.resume_call(resumed.call, resumed.response_id, resumed.output)
